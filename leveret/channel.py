@@ -1,0 +1,498 @@
+"""One AMQP channel's semantics: declares, publishing, consuming, acks, confirms and transactions."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from .amqp import methods as m
+from .amqp.errors import AMQPError, ReplyCode, access_refused, not_found, precondition_failed
+from .amqp.frames import content_frames, deliver_frames, get_ok_frames, method_frame
+from .message import Message, check_properties
+from .names import consumer_tag as new_consumer_tag
+from .queues.classic import ClassicQueue
+from .queues.consumer import Consumer
+from .queues.entry import QueueEntry
+
+if TYPE_CHECKING:
+    from .session import Session
+
+# An unacknowledged delivery: the queue it came from, its entry, and its consumer (None for get).
+Unacked = tuple[ClassicQueue, QueueEntry, Consumer | None]
+
+
+class Channel:
+    """Handles the methods of one open channel; writes replies through its session."""
+
+    def __init__(self, session: Session, number: int) -> None:
+        self.session = session
+        self.number = number
+        self.vhost = session.vhost
+        self.consumers: dict[str, Consumer] = {}
+        self.unacked: dict[int, Unacked] = {}
+        self.last_queue_name: str | None = None
+        self.consumer_prefetch = 0  # basic.qos global=false: the limit of each new consumer
+        self.channel_prefetch = 0  # basic.qos global=true: shared by the channel's consumers
+        self._next_delivery_tag = 1
+        self.confirming = False
+        self._publish_seq = 0  # last publish sequence number in confirm mode
+        self._confirmed_upto = 0  # every sequence number up to this one has been acked
+        self._nacks: list[int] = []
+        self.transactional = False
+        self._tx_publishes: list[tuple[Message, list[ClassicQueue], bool]] = []
+        self._tx_acks: list[tuple[str, int, bool, bool]] = []
+        self.closed = False
+        self._handlers: dict[type[m.Method], Callable[[Any], None]] = {
+            m.ChannelFlow: self._channel_flow,
+            m.ExchangeDeclare: self._exchange_declare,
+            m.ExchangeDelete: self._exchange_delete,
+            m.ExchangeBind: self._exchange_bind,
+            m.ExchangeUnbind: self._exchange_unbind,
+            m.QueueDeclare: self._queue_declare,
+            m.QueueBind: self._queue_bind,
+            m.QueueUnbind: self._queue_unbind,
+            m.QueuePurge: self._queue_purge,
+            m.QueueDelete: self._queue_delete,
+            m.BasicQos: self._basic_qos,
+            m.BasicConsume: self._basic_consume,
+            m.BasicCancel: self._basic_cancel,
+            m.BasicGet: self._basic_get,
+            m.BasicAck: self._basic_ack,
+            m.BasicNack: self._basic_nack,
+            m.BasicReject: self._basic_reject,
+            m.BasicRecover: self._basic_recover,
+            m.BasicRecoverAsync: self._basic_recover_async,
+            m.ConfirmSelect: self._confirm_select,
+            m.TxSelect: self._tx_select,
+            m.TxCommit: self._tx_commit,
+            m.TxRollback: self._tx_rollback,
+        }
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    def reply(self, method: m.Method) -> None:
+        self.session.write(method_frame(self.number, method))
+
+    def handle_method(self, method: m.Method) -> None:
+        handler = self._handlers.get(type(method))
+        if handler is None:
+            raise AMQPError(
+                ReplyCode.COMMAND_INVALID, f"unimplemented method {method.NAME}", method.ids
+            )
+        handler(method)
+
+    # --- flow, exchanges ----------------------------------------------------------------------
+
+    def _channel_flow(self, method: m.ChannelFlow) -> None:
+        if not method.active:
+            # RabbitMQ does not let clients stop deliveries with channel.flow.
+            raise AMQPError(ReplyCode.NOT_IMPLEMENTED, "active=false", method.ids)
+        self.reply(m.ChannelFlowOk(True))
+
+    def _exchange_declare(self, method: m.ExchangeDeclare) -> None:
+        self.vhost.declare_exchange(
+            method.exchange,
+            method.type,
+            passive=method.passive,
+            durable=method.durable,
+            auto_delete=method.auto_delete,
+            internal=method.internal,
+            arguments=method.arguments,
+            method=method.ids,
+        )
+        if not method.no_wait:
+            self.reply(m.ExchangeDeclareOk())
+
+    def _exchange_delete(self, method: m.ExchangeDelete) -> None:
+        self.vhost.delete_exchange(method.exchange, if_unused=method.if_unused, method=method.ids)
+        if not method.no_wait:
+            self.reply(m.ExchangeDeleteOk())
+
+    def _exchange_bind(self, method: m.ExchangeBind) -> None:
+        self.vhost.bind(
+            method.source, method.destination, "exchange", method.routing_key, method.arguments, method.ids
+        )
+        if not method.no_wait:
+            self.reply(m.ExchangeBindOk())
+
+    def _exchange_unbind(self, method: m.ExchangeUnbind) -> None:
+        self.vhost.unbind(
+            method.source, method.destination, "exchange", method.routing_key, method.arguments, method.ids
+        )
+        if not method.no_wait:
+            self.reply(m.ExchangeUnbindOk())
+
+    # --- queues -------------------------------------------------------------------------------
+
+    def _queue_name(self, name: str, method: m.Method) -> str:
+        """The empty name means the last queue this channel declared with a server-made name."""
+        if name:
+            return name
+        if self.last_queue_name is None:
+            raise not_found("no previously declared queue", method.ids)
+        return self.last_queue_name
+
+    def _owned_queue(self, name: str, method: m.Method) -> ClassicQueue:
+        queue = self.vhost.get_queue(self._queue_name(name, method), method.ids)
+        self.session.check_exclusive_access(queue, method.ids)
+        return queue
+
+    def _queue_declare(self, method: m.QueueDeclare) -> None:
+        queue = self.vhost.declare_queue(
+            method.queue,
+            passive=method.passive,
+            durable=method.durable,
+            exclusive=method.exclusive,
+            auto_delete=method.auto_delete,
+            arguments=method.arguments,
+            owner=self.session,
+            method=method.ids,
+        )
+        if not method.queue:
+            self.last_queue_name = queue.name
+        if not method.no_wait:
+            self.reply(m.QueueDeclareOk(queue.name, queue.message_count, queue.consumer_count))
+
+    def _queue_bind(self, method: m.QueueBind) -> None:
+        queue = self._owned_queue(method.queue, method)
+        self.vhost.bind(method.exchange, queue.name, "queue", method.routing_key, method.arguments, method.ids)
+        if not method.no_wait:
+            self.reply(m.QueueBindOk())
+
+    def _queue_unbind(self, method: m.QueueUnbind) -> None:
+        queue = self._owned_queue(method.queue, method)
+        self.vhost.unbind(method.exchange, queue.name, "queue", method.routing_key, method.arguments, method.ids)
+        self.reply(m.QueueUnbindOk())
+
+    def _queue_purge(self, method: m.QueuePurge) -> None:
+        count = self._owned_queue(method.queue, method).purge()
+        if not method.no_wait:
+            self.reply(m.QueuePurgeOk(count))
+
+    def _queue_delete(self, method: m.QueueDelete) -> None:
+        name = self._queue_name(method.queue, method)
+        queue = self.vhost.queues.get(name)
+        if queue is None:
+            # Deleting a missing queue succeeds, as in RabbitMQ.
+            if not method.no_wait:
+                self.reply(m.QueueDeleteOk(0))
+            return
+        self.session.check_exclusive_access(queue, method.ids)
+        if method.if_unused and queue.consumer_count:
+            raise precondition_failed(f"queue '{name}' in vhost '{self.vhost.name}' in use", method.ids)
+        if method.if_empty and queue.message_count:
+            raise precondition_failed(f"queue '{name}' in vhost '{self.vhost.name}' is not empty", method.ids)
+        count = self.vhost.delete_queue(name)
+        if not method.no_wait:
+            self.reply(m.QueueDeleteOk(count))
+
+    # --- consuming ----------------------------------------------------------------------------
+
+    def _basic_qos(self, method: m.BasicQos) -> None:
+        if method.prefetch_size:
+            raise AMQPError(ReplyCode.NOT_IMPLEMENTED, f"prefetch_size!=0 ({method.prefetch_size})", method.ids)
+        if method.global_:
+            self.channel_prefetch = method.prefetch_count
+            self._dispatch_all()
+        else:
+            self.consumer_prefetch = method.prefetch_count
+        self.reply(m.BasicQosOk())
+
+    def _basic_consume(self, method: m.BasicConsume) -> None:
+        tag = method.consumer_tag or new_consumer_tag()
+        if tag in self.consumers:
+            raise AMQPError(ReplyCode.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'", method.ids)
+        queue = self._owned_queue(method.queue, method)
+        if queue.has_exclusive_consumer() or (method.exclusive and queue.consumer_count):
+            raise access_refused(f"queue '{queue.name}' in vhost '{self.vhost.name}' in exclusive use", method.ids)
+        priority = method.arguments.get("x-priority", 0)
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise precondition_failed(
+                f"invalid arg 'x-priority' for queue '{queue.name}' in vhost '{self.vhost.name}': "
+                f"{{unacceptable_type,{priority!r}}}",
+                method.ids,
+            )
+        consumer = Consumer(
+            tag,
+            self,
+            queue,
+            no_ack=method.no_ack,
+            exclusive=method.exclusive,
+            priority=priority,
+            prefetch=self.consumer_prefetch,
+            arguments=method.arguments,
+        )
+        self.consumers[tag] = consumer
+        if not method.no_wait:
+            self.reply(m.BasicConsumeOk(tag))
+        queue.add_consumer(consumer)
+
+    def _basic_cancel(self, method: m.BasicCancel) -> None:
+        consumer = self.consumers.pop(method.consumer_tag, None)
+        if not method.no_wait:
+            self.reply(m.BasicCancelOk(method.consumer_tag))
+        if consumer is not None:
+            consumer.queue.remove_consumer(consumer)
+
+    # DeliverySink: what the queue asks of this channel.
+
+    def can_deliver(self) -> bool:
+        if self.channel_prefetch and self._unacked_by_consumers() >= self.channel_prefetch:
+            return False
+        return self.session.writable
+
+    def _unacked_by_consumers(self) -> int:
+        return len(self.unacked)
+
+    def deliver(self, consumer: Consumer, queue: ClassicQueue, entry: QueueEntry) -> None:
+        tag = self._next_delivery_tag
+        self._next_delivery_tag = tag + 1
+        if not consumer.no_ack:
+            self.unacked[tag] = (queue, entry, consumer)
+        message = entry.message
+        self.session.write(
+            deliver_frames(
+                self.number,
+                consumer.tag_bytes,
+                tag,
+                entry.redelivered,
+                message.exchange_and_key,
+                message.header,
+                message.body,
+                self.session.frame_max,
+            )
+        )
+
+    def consumer_cancelled_by_node(self, consumer: Consumer) -> None:
+        """The queue went away: tell a client that understands basic.cancel from the node."""
+        if self.consumers.pop(consumer.tag, None) is None:
+            return
+        if self.session.client_capability("consumer_cancel_notify"):
+            self.reply(m.BasicCancel(consumer.tag, True))
+
+    def _basic_get(self, method: m.BasicGet) -> None:
+        queue = self._owned_queue(method.queue, method)
+        entry = queue.get(method.no_ack)
+        if entry is None:
+            self.reply(m.BasicGetEmpty())
+            return
+        tag = self._next_delivery_tag
+        self._next_delivery_tag = tag + 1
+        if not method.no_ack:
+            self.unacked[tag] = (queue, entry, None)
+        message = entry.message
+        self.session.write(
+            get_ok_frames(
+                self.number,
+                tag,
+                entry.redelivered,
+                message.exchange_and_key,
+                queue.message_count,
+                message.header,
+                message.body,
+                self.session.frame_max,
+            )
+        )
+
+    # --- acknowledgements ---------------------------------------------------------------------
+
+    def _take_unacked(self, tag: int, multiple: bool, method: m.Method) -> list[Unacked]:
+        unacked = self.unacked
+        if multiple:
+            if tag == 0:
+                taken = list(unacked.values())
+                unacked.clear()
+                return taken
+            if tag not in unacked:
+                raise precondition_failed(f"unknown delivery tag {tag}", method.ids)
+            keys = []
+            for key in unacked:  # insertion order is delivery-tag order
+                if key > tag:
+                    break
+                keys.append(key)
+            return [unacked.pop(key) for key in keys]
+        record = unacked.pop(tag, None)
+        if record is None:
+            raise precondition_failed(f"unknown delivery tag {tag}", method.ids)
+        return [record]
+
+    def _basic_ack(self, method: m.BasicAck) -> None:
+        if self.transactional:
+            self._check_tag(method.delivery_tag, method.multiple, method)
+            self._tx_acks.append(("ack", method.delivery_tag, method.multiple, False))
+            return
+        self._settle(self._take_unacked(method.delivery_tag, method.multiple, method))
+
+    def _basic_nack(self, method: m.BasicNack) -> None:
+        if self.transactional:
+            self._check_tag(method.delivery_tag, method.multiple, method)
+            self._tx_acks.append(("nack", method.delivery_tag, method.multiple, method.requeue))
+            return
+        self._reject(self._take_unacked(method.delivery_tag, method.multiple, method), method.requeue)
+
+    def _basic_reject(self, method: m.BasicReject) -> None:
+        if self.transactional:
+            self._check_tag(method.delivery_tag, False, method)
+            self._tx_acks.append(("nack", method.delivery_tag, False, method.requeue))
+            return
+        self._reject(self._take_unacked(method.delivery_tag, False, method), method.requeue)
+
+    def _check_tag(self, tag: int, multiple: bool, method: m.Method) -> None:
+        if (tag or not multiple) and tag not in self.unacked:
+            raise precondition_failed(f"unknown delivery tag {tag}", method.ids)
+
+    def _settle(self, records: list[Unacked]) -> None:
+        touched: list[ClassicQueue] = []
+        for queue, _entry, consumer in records:
+            queue.settle()
+            if consumer is not None:
+                consumer.in_flight -= 1
+            if not touched or touched[-1] is not queue:
+                touched.append(queue)
+        self._after_settle(touched)
+
+    def _reject(self, records: list[Unacked], requeue: bool) -> None:
+        if requeue:
+            self._requeue(records)
+            return
+        self._settle(records)
+
+    def _requeue(self, records: list[Unacked]) -> None:
+        by_queue: dict[ClassicQueue, list[QueueEntry]] = {}
+        for queue, entry, consumer in records:
+            if consumer is not None:
+                consumer.in_flight -= 1
+            by_queue.setdefault(queue, []).append(entry)
+        for queue, entries in by_queue.items():
+            queue.requeue(entries)
+        self._after_settle(list(by_queue))
+
+    def _after_settle(self, queues: list[ClassicQueue]) -> None:
+        if self.channel_prefetch:
+            self._dispatch_all()
+            return
+        for queue in queues:
+            if not queue.deleted:
+                queue.dispatch()
+
+    def _dispatch_all(self) -> None:
+        for queue in {c.queue for c in self.consumers.values()}:
+            if not queue.deleted:
+                queue.dispatch()
+
+    def _basic_recover(self, method: m.BasicRecover) -> None:
+        self._recover(method)
+        self.reply(m.BasicRecoverOk())
+
+    def _basic_recover_async(self, method: m.BasicRecoverAsync) -> None:
+        self._recover(method)
+
+    def _recover(self, method: m.BasicRecover | m.BasicRecoverAsync) -> None:
+        if not method.requeue:
+            raise AMQPError(ReplyCode.NOT_IMPLEMENTED, "requeue=false", method.ids)
+        records = list(self.unacked.values())
+        self.unacked.clear()
+        self._requeue(records)
+
+    # --- publishing ---------------------------------------------------------------------------
+
+    def handle_publish(self, method: m.BasicPublish, header: bytes, body: bytes) -> None:
+        if method.immediate:
+            raise AMQPError(ReplyCode.NOT_IMPLEMENTED, "immediate=true", method.ids)
+        message = Message(method.exchange, method.routing_key, header, body)
+        problem = check_properties(message)
+        if problem is not None:
+            raise AMQPError(ReplyCode.FRAME_ERROR, f"cannot decode content header: {problem}", method.ids)
+        if message.has_flags:
+            user_id = message.properties.user_id
+            if user_id is not None and user_id != self.session.username:
+                raise precondition_failed(
+                    f"user_id property set to '{user_id}' but authenticated user was '{self.session.username}'",
+                    method.ids,
+                )
+        queues = self.vhost.route(method.exchange, method.routing_key, message, method.ids)
+        if self.confirming:
+            self._publish_seq += 1
+        if self.transactional:
+            self._tx_publishes.append((message, queues, method.mandatory))
+            return
+        self._deliver_published(message, queues, method.mandatory)
+
+    def _deliver_published(self, message: Message, queues: list[ClassicQueue], mandatory: bool) -> None:
+        if not queues:
+            if mandatory:
+                self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
+            return
+        for queue in queues:
+            if not queue.deleted:
+                queue.publish(message)
+
+    def _return(self, message: Message, code: int, text: str) -> None:
+        payload = m.BasicReturn(code, text, message.exchange, message.routing_key).encode()
+        self.session.write(
+            content_frames(self.number, payload, message.header, message.body, self.session.frame_max)
+        )
+
+    def flush_confirms(self) -> None:
+        """Acknowledge every publish handled so far, in one basic.ack where possible."""
+        upto = self._publish_seq
+        if upto <= self._confirmed_upto:
+            return
+        multiple = upto - self._confirmed_upto > 1
+        self._confirmed_upto = upto
+        self.reply(m.BasicAck(upto, multiple))
+
+    @property
+    def has_pending_confirms(self) -> bool:
+        return self.confirming and self._publish_seq > self._confirmed_upto
+
+    def _confirm_select(self, method: m.ConfirmSelect) -> None:
+        if self.transactional:
+            raise precondition_failed("cannot switch from tx to confirm mode", method.ids)
+        self.confirming = True
+        if not method.no_wait:
+            self.reply(m.ConfirmSelectOk())
+
+    # --- transactions -------------------------------------------------------------------------
+
+    def _tx_select(self, method: m.TxSelect) -> None:
+        if self.confirming:
+            raise precondition_failed("cannot switch from confirm to tx mode", method.ids)
+        self.transactional = True
+        self.reply(m.TxSelectOk())
+
+    def _tx_commit(self, method: m.TxCommit) -> None:
+        if not self.transactional:
+            raise precondition_failed("channel is not transactional", method.ids)
+        publishes, self._tx_publishes = self._tx_publishes, []
+        acks, self._tx_acks = self._tx_acks, []
+        for message, queues, mandatory in publishes:
+            self._deliver_published(message, queues, mandatory)
+        for kind, tag, multiple, requeue in acks:
+            records = self._take_unacked(tag, multiple, method)
+            if kind == "ack":
+                self._settle(records)
+            else:
+                self._reject(records, requeue)
+        self.reply(m.TxCommitOk())
+
+    def _tx_rollback(self, method: m.TxRollback) -> None:
+        if not self.transactional:
+            raise precondition_failed("channel is not transactional", method.ids)
+        self._tx_publishes.clear()
+        self._tx_acks.clear()
+        self.reply(m.TxRollbackOk())
+
+    # --- closing ------------------------------------------------------------------------------
+
+    def teardown(self) -> None:
+        """The channel is gone: cancel its consumers and requeue what it had not acknowledged."""
+        if self.closed:
+            return
+        self.closed = True
+        consumers, self.consumers = self.consumers, {}
+        for consumer in consumers.values():
+            consumer.queue.remove_consumer(consumer)
+        records = list(self.unacked.values())
+        self.unacked.clear()
+        if records:
+            self._requeue(records)

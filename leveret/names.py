@@ -1,0 +1,17 @@
+"""Server-generated names, in RabbitMQ's format (amq.gen-…, amq.ctag-…)."""
+
+import base64
+import os
+
+
+def generated_name(prefix: str) -> str:
+    """`prefix-` followed by 16 random bytes in unpadded URL-safe base64 (22 characters)."""
+    return prefix + "-" + base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode("ascii")
+
+
+def queue_name() -> str:
+    return generated_name("amq.gen")
+
+
+def consumer_tag() -> str:
+    return generated_name("amq.ctag")

@@ -1,0 +1,1 @@
+"""Queue types: classic FIFO queues and their consumers."""

@@ -1,0 +1,19 @@
+"""A message's place in one queue."""
+
+from __future__ import annotations
+
+from ..message import Message
+
+
+class QueueEntry:
+    """A message in one queue: its sequence number there, and whether it was delivered before."""
+
+    __slots__ = ("seq", "message", "redelivered")
+
+    def __init__(self, seq: int, message: Message, redelivered: bool = False) -> None:
+        self.seq = seq
+        self.message = message
+        self.redelivered = redelivered
+
+    def __lt__(self, other: QueueEntry) -> bool:
+        return self.seq < other.seq

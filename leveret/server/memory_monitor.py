@@ -1,0 +1,38 @@
+"""Raises the memory alarm while the node's resident memory is above the high watermark."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from ..broker import Broker
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/statm", "rb") as handle:
+        return int(handle.read().split()[1]) * _PAGE
+
+
+class MemoryMonitor:
+    def __init__(self, broker: Broker, limit: int, interval: float = 1.0) -> None:
+        self.broker = broker
+        self.limit = limit
+        self.interval = interval
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    def check(self) -> None:
+        self.broker.set_alarm("memory", resident_bytes() > self.limit)
+
+    async def _run(self) -> None:
+        while True:
+            self.check()
+            await asyncio.sleep(self.interval)

@@ -1,0 +1,148 @@
+"""The thin asyncio layer of one AMQP connection: socket bytes to the session, writes batched per tick."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from ..amqp.frames import HEARTBEAT_FRAME
+from ..session import Session
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+
+log = logging.getLogger(__name__)
+
+# How long a client may take to answer our connection.close before the socket is dropped.
+CLOSE_GRACE_SECONDS = 1.0
+HIGH_WATER = 1 << 20
+LOW_WATER = 1 << 18
+
+
+class AMQPProtocol(asyncio.Protocol):
+    """Owns the socket. Output is gathered and written once per event-loop pass."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.loop = asyncio.get_running_loop()
+        self.transport: asyncio.Transport | None = None
+        self.session: Session | None = None
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
+        self._closing = False
+        self._heartbeat: asyncio.TimerHandle | None = None
+        self._heartbeat_interval = 0
+        self._last_received = time.monotonic()
+        self._last_sent = time.monotonic()
+        self._reading = True
+        self._handshake_timer: asyncio.TimerHandle | None = None
+
+    # --- asyncio.Protocol -----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        transport.set_write_buffer_limits(HIGH_WATER, LOW_WATER)
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        self.session = Session(self.broker, self, (peer[0], peer[1]))
+        # RabbitMQ's handshake_timeout (10 s): a client that never finishes the handshake is dropped.
+        self._handshake_timer = self.loop.call_later(10.0, self._handshake_timed_out)
+
+    def data_received(self, data: bytes) -> None:
+        self._last_received = time.monotonic()
+        if self.session is not None and not self._closing:
+            self.session.data_received(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closing = True
+        self._cancel_timers()
+        if self.session is not None:
+            self.session.connection_lost()
+
+    def pause_writing(self) -> None:
+        if self.session is not None:
+            self.session.set_writable(False)
+
+    def resume_writing(self) -> None:
+        if self.session is not None:
+            self.session.set_writable(True)
+
+    # --- the session's Transport ---------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        if self._closing:
+            return
+        self._out.append(data)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if not self._out or self.transport is None:
+            return
+        data = b"".join(self._out) if len(self._out) > 1 else self._out[0]
+        self._out.clear()
+        self._last_sent = time.monotonic()
+        self.transport.write(data)
+
+    def close(self) -> None:
+        """Flush what is queued, then close the socket."""
+        if self._closing or self.transport is None:
+            return
+        self._flush()
+        self._closing = True
+        self.transport.close()
+
+    def close_after_grace(self) -> None:
+        self._flush()
+        self.loop.call_later(CLOSE_GRACE_SECONDS, self._abort)
+
+    def _abort(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+    def heartbeat_negotiated(self, seconds: int) -> None:
+        if self._handshake_timer is not None:
+            self._handshake_timer.cancel()
+            self._handshake_timer = None
+        self._heartbeat_interval = seconds
+        if seconds > 0:
+            self._heartbeat = self.loop.call_later(seconds / 2, self._heartbeat_tick)
+
+    def set_reading(self, reading: bool) -> None:
+        if self.transport is None or reading == self._reading or self._closing:
+            return
+        self._reading = reading
+        if reading:
+            self.transport.resume_reading()
+        else:
+            self.transport.pause_reading()
+
+    # --- timers ---------------------------------------------------------------------------
+
+    def _heartbeat_tick(self) -> None:
+        interval = self._heartbeat_interval
+        now = time.monotonic()
+        # Two missed intervals from a peer that is not blocked by us means it is gone.
+        if self._reading and now - self._last_received > 2 * interval:
+            log.warning("missed heartbeats from client, timeout: %ss", interval)
+            self._closing = True
+            if self.transport is not None:
+                self.transport.abort()
+            return
+        if now - self._last_sent >= interval / 2:
+            self.write(HEARTBEAT_FRAME)
+        self._heartbeat = self.loop.call_later(interval / 2, self._heartbeat_tick)
+
+    def _handshake_timed_out(self) -> None:
+        self._handshake_timer = None
+        if self.session is not None and not self.session.conn.is_open and self.transport is not None:
+            self.transport.close()
+
+    def _cancel_timers(self) -> None:
+        for timer in (self._heartbeat, self._handshake_timer):
+            if timer is not None:
+                timer.cancel()

@@ -1,0 +1,302 @@
+"""One client connection's semantics: handshake, login, channels, and the one error mapper."""
+
+from __future__ import annotations
+
+import logging
+import platform
+from typing import TYPE_CHECKING, Any, Callable
+
+from . import __version__
+from .amqp import methods as m
+from .amqp.connection import (
+    BadProtocolHeader,
+    ChannelFailed,
+    ConnectionFailed,
+    ContentReceived,
+    MethodReceived,
+    ProtocolHeaderReceived,
+    ServerConnection,
+)
+from .amqp.constants import DEFAULT_CHANNEL_MAX, DEFAULT_FRAME_MAX, DEFAULT_HEARTBEAT, PROTOCOL_HEADER
+from .amqp.errors import AMQPError, ReplyCode, resource_locked
+from .amqp.frames import method_frame
+from .auth import MECHANISMS, SaslError, is_loopback, parse_response
+from .channel import Channel
+
+if TYPE_CHECKING:
+    from .broker import Broker
+    from .queues.classic import ClassicQueue
+    from .vhost import VirtualHost
+
+log = logging.getLogger(__name__)
+
+CAPABILITIES = (
+    "publisher_confirms",
+    "exchange_exchange_bindings",
+    "basic.nack",
+    "consumer_cancel_notify",
+    "connection.blocked",
+    "consumer_priorities",
+    "authentication_failure_close",
+    "per_consumer_qos",
+    "direct_reply_to",
+)
+
+
+class Transport:
+    """What a session needs from the IO layer."""
+
+    write: Callable[[bytes], None]
+    close: Callable[[], None]
+    close_after_grace: Callable[[], None]
+    heartbeat_negotiated: Callable[[int], None]
+    set_reading: Callable[[bool], None]
+
+
+class Session:
+    """Feeds client bytes through the sans-IO connection and acts on its events."""
+
+    def __init__(self, broker: Broker, transport: Transport, peer: tuple[str, int]) -> None:
+        self.broker = broker
+        self.transport = transport
+        self.peer = peer
+        self.conn = ServerConnection(max_content_size=broker.config.max_message_size)
+        self.channels: dict[int, Channel] = {}
+        self.vhost: VirtualHost = None  # type: ignore[assignment]  # set by connection.open
+        self.username = ""
+        self.client_properties: dict[str, Any] = {}
+        self.writable = True
+        self.frame_max = DEFAULT_FRAME_MAX
+        self.blocked = False
+        self.exclusive_queues: set[str] = set()
+        self.closed = False
+
+    # --- IO entry points ----------------------------------------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        channels = self.channels
+        for event in self.conn.receive_data(data):
+            if self.closed:
+                break
+            kind = type(event)
+            if kind is ContentReceived:
+                channel = channels.get(event.channel)  # type: ignore[union-attr]
+                if channel is not None:
+                    self._run(channel, channel.handle_publish, event)
+            elif kind is MethodReceived:
+                self._method(event)  # type: ignore[arg-type]
+            elif kind is ChannelFailed:
+                self._channel_error(event.channel, event.error)  # type: ignore[union-attr]
+            elif kind is ConnectionFailed:
+                self._connection_error(event.error, event.lost_sync)  # type: ignore[union-attr]
+            elif kind is ProtocolHeaderReceived:
+                self._send_start()
+            elif kind is BadProtocolHeader:
+                self.transport.write(PROTOCOL_HEADER)
+                self.transport.close()
+        for channel in channels.values():
+            if channel.confirming:
+                channel.flush_confirms()
+
+    def connection_lost(self) -> None:
+        """The socket is gone: release channels and exclusive queues."""
+        self.closed = True
+        self._teardown_channels()
+        if self.vhost is not None:
+            for name in list(self.exclusive_queues):
+                self.vhost.delete_queue(name)
+        self.exclusive_queues.clear()
+        self.broker.session_closed(self)
+
+    def write(self, data: bytes) -> None:
+        self.transport.write(data)
+
+    def set_writable(self, writable: bool) -> None:
+        """Flow control from the socket: stop deliveries while its buffer is full."""
+        self.writable = writable
+        if writable:
+            for channel in list(self.channels.values()):
+                channel._dispatch_all()
+
+    # --- what channels ask of the connection ----------------------------------------------
+
+    def client_capability(self, name: str) -> bool:
+        capabilities = self.client_properties.get("capabilities")
+        return isinstance(capabilities, dict) and capabilities.get(name) is True
+
+    def check_exclusive_access(self, queue: ClassicQueue, method: tuple[int, int]) -> None:
+        if queue.exclusive_owner is not None and queue.exclusive_owner is not self:
+            raise resource_locked(
+                f"cannot obtain exclusive access to locked queue '{queue.name}' in vhost "
+                f"'{queue.vhost}'. It could be originally declared on another connection or the "
+                "exclusive property value does not match that of the original declaration.",
+                method,
+            )
+
+    # --- alarms -------------------------------------------------------------------------------
+
+    def set_blocked(self, reason: str | None) -> None:
+        """Resource alarm on (reason) or off (None): tell the client and stop reading from it."""
+        blocked = reason is not None
+        if blocked == self.blocked or not self.conn.is_open:
+            self.blocked = blocked
+            return
+        self.blocked = blocked
+        if self.client_capability("connection.blocked"):
+            method: m.Method = m.ConnectionBlocked(reason) if reason is not None else m.ConnectionUnblocked()
+            self.write(method_frame(0, method))
+        self.transport.set_reading(not blocked)
+
+    # --- events -------------------------------------------------------------------------------
+
+    def _run(self, channel: Channel, handler: Callable[..., None], event: ContentReceived) -> None:
+        try:
+            handler(event.method, event.header, event.body)
+        except AMQPError as error:
+            self._handle_error(channel.number, error)
+
+    def _method(self, event: MethodReceived) -> None:
+        number, method = event.channel, event.method
+        if number == 0:
+            try:
+                self._connection_method(method)
+            except AMQPError as error:
+                self._connection_error(error, False)
+            return
+        kind = type(method)
+        if kind is m.ChannelOpen:
+            self.channels[number] = Channel(self, number)
+            self.write(method_frame(number, m.ChannelOpenOk()))
+            return
+        if kind is m.ChannelClose:
+            channel = self.channels.pop(number, None)
+            if channel is not None:
+                channel.teardown()
+            self.write(method_frame(number, m.ChannelCloseOk()))
+            return
+        channel = self.channels.get(number)
+        if channel is None:
+            return
+        try:
+            channel.handle_method(method)
+        except AMQPError as error:
+            self._handle_error(number, error)
+
+    def _handle_error(self, number: int, error: AMQPError) -> None:
+        """The one mapper: soft errors close the channel, hard errors the connection."""
+        if error.hard or number == 0:
+            self._connection_error(error, False)
+            return
+        log.debug("channel %d error: %s", number, error)
+        channel = self.channels.pop(number, None)
+        if channel is not None:
+            channel.teardown()
+        self.write(self.conn.close_channel(number, error))
+
+    def _channel_error(self, number: int, error: AMQPError) -> None:
+        channel = self.channels.pop(number, None)
+        if channel is not None:
+            channel.teardown()
+        self.write(self.conn.close_channel(number, error))
+
+    def _connection_error(self, error: AMQPError, lost_sync: bool) -> None:
+        log.info("closing connection from %s:%s: %s", self.peer[0], self.peer[1], error)
+        self._teardown_channels()
+        self.write(self.conn.close_connection(error))
+        # RabbitMQ gives the client a moment to read the close, then drops the socket
+        # if it never answers (or at once when the byte stream can no longer be trusted).
+        self.transport.close_after_grace()
+
+    def _teardown_channels(self) -> None:
+        channels, self.channels = self.channels, {}
+        for channel in channels.values():
+            channel.teardown()
+
+    # --- handshake ----------------------------------------------------------------------------
+
+    def _send_start(self) -> None:
+        properties = {
+            "capabilities": {name: True for name in CAPABILITIES},
+            "cluster_name": self.broker.config.cluster_name,
+            "copyright": "Leveret contributors",
+            "information": "Licensed under the Apache License 2.0",
+            "platform": f"Python {platform.python_version()}",
+            "product": "Leveret",
+            "version": __version__,
+        }
+        self.write(
+            method_frame(
+                0,
+                m.ConnectionStart(0, 9, properties, " ".join(MECHANISMS).encode(), b"en_US"),
+            )
+        )
+
+    def _connection_method(self, method: m.Method) -> None:
+        kind = type(method)
+        if kind is m.ConnectionStartOk:
+            self._start_ok(method)  # type: ignore[arg-type]
+        elif kind is m.ConnectionTuneOk:
+            self.frame_max = self.conn.frame_max
+            self.transport.heartbeat_negotiated(self.conn.heartbeat)
+        elif kind is m.ConnectionOpen:
+            self._open(method)  # type: ignore[arg-type]
+        elif kind is m.ConnectionClose:
+            self._teardown_channels()
+            self.write(method_frame(0, m.ConnectionCloseOk()))
+            self.transport.close()
+        elif kind is m.ConnectionCloseOk:
+            self.transport.close()
+        elif kind is m.ConnectionUpdateSecret:
+            self.write(method_frame(0, m.ConnectionUpdateSecretOk()))
+
+    def _start_ok(self, method: m.ConnectionStartOk) -> None:
+        self.client_properties = method.client_properties
+        if method.mechanism not in MECHANISMS:
+            raise AMQPError(
+                ReplyCode.COMMAND_INVALID, f"invalid authentication mechanism '{method.mechanism}'", method.ids
+            )
+        try:
+            username, password = parse_response(method.mechanism, method.response)
+        except SaslError as exc:
+            raise AMQPError(ReplyCode.SYNTAX_ERROR, str(exc), method.ids) from exc
+        refusal = self.broker.authenticate(username, password)
+        if refusal is None and username == "guest" and not is_loopback(self.peer[0]):
+            refusal = f"user '{username}' can only connect via localhost"
+        if refusal is not None:
+            log.warning("login refused for %s from %s: %s", username, self.peer[0], refusal)
+            if self.client_capability("authentication_failure_close"):
+                error = AMQPError(
+                    ReplyCode.ACCESS_REFUSED,
+                    f"Login was refused using authentication mechanism {method.mechanism}. "
+                    "For details see the broker logfile.",
+                    hard=True,
+                )
+                self.write(self.conn.close_connection(error))
+            self.closed = True
+            self.transport.close_after_grace()
+            return
+        self.username = username
+        self.write(method_frame(0, m.ConnectionTune(DEFAULT_CHANNEL_MAX, DEFAULT_FRAME_MAX, DEFAULT_HEARTBEAT)))
+
+    def _open(self, method: m.ConnectionOpen) -> None:
+        vhost = self.broker.vhosts.get(method.virtual_host)
+        if vhost is None:
+            raise AMQPError(ReplyCode.NOT_ALLOWED, f"vhost {method.virtual_host} not found", method.ids)
+        if not self.broker.may_access_vhost(self.username, vhost.name):
+            raise AMQPError(
+                ReplyCode.NOT_ALLOWED,
+                f"access to vhost '{vhost.name}' refused for user '{self.username}'",
+                method.ids,
+            )
+        self.vhost = vhost
+        self.write(method_frame(0, m.ConnectionOpenOk()))
+        self.broker.session_opened(self)
+
+    def close_for_shutdown(self) -> None:
+        """The node is stopping: tell the client, as RabbitMQ does, with 320."""
+        if self.closed:
+            return
+        error = AMQPError(
+            ReplyCode.CONNECTION_FORCED, "broker forced connection closure with reason 'shutdown'"
+        )
+        self._connection_error(error, False)

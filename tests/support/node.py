@@ -1,0 +1,133 @@
+"""Leveret nodes for tests: in-process (a thread with its own loop) or as a real subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from leveret.config import Config
+from leveret.server.node import Node
+
+T = TypeVar("T")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.01) -> Any:
+    """Poll until predicate() is truthy; fail with a clear message after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s: {predicate}")
+        time.sleep(interval)
+
+
+class InProcessNode:
+    """A node on 127.0.0.1:0 whose broker the test can inspect through `call`."""
+
+    def __init__(self, **config: Any) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="leveret-test-")
+        defaults = {"bind": "127.0.0.1", "amqp_port": 0, "mgmt_port": 0, "cluster_port": 0,
+                    "data_dir": self._tmp.name}
+        defaults.update(config)
+        self.config = Config(**defaults)
+        self.loop = asyncio.new_event_loop()
+        self.node = Node(self.config)
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+        self._submit(self.node.start()).result(10)
+        self.port = self.node.ports["amqp"]
+        self.url = f"amqp://guest:guest@127.0.0.1:{self.port}/"
+
+    @property
+    def broker(self) -> Any:
+        return self.node.broker
+
+    def _submit(self, coro: Any) -> Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """Run fn on the node's loop and return its result."""
+
+        async def run() -> T:
+            return fn()
+
+        return self._submit(run()).result(10)
+
+    def stop(self) -> None:
+        try:
+            self._submit(self.node.stop()).result(10)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(10)
+            self.loop.close()
+            self._tmp.cleanup()
+
+
+class NodeProcess:
+    """`leveret server` as a subprocess on ephemeral ports, found through --ports-file."""
+
+    def __init__(self, data_dir: str | None = None, extra_args: list[str] | None = None) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="leveret-proc-")
+        self.data_dir = data_dir or os.path.join(self._tmp.name, "data")
+        self.ports_file = os.path.join(self._tmp.name, "ports.json")
+        self.log_path = os.path.join(self._tmp.name, "node.log")
+        self.args = [
+            sys.executable, "-m", "leveret", "server",
+            "--bind", "127.0.0.1", "--amqp-port", "0", "--mgmt-port", "0", "--cluster-port", "0",
+            "--data-dir", self.data_dir, "--ports-file", self.ports_file, *(extra_args or []),
+        ]
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.ports: dict[str, int] = {}
+
+    def start(self) -> NodeProcess:
+        if os.path.exists(self.ports_file):
+            os.unlink(self.ports_file)
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+        log.close()
+        try:
+            wait_for(lambda: os.path.exists(self.ports_file) or self.proc.poll() is not None, 20)
+        except AssertionError:
+            self.kill()
+            raise
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"node exited with {self.proc.returncode}:\n{self.log_tail()}")
+        self.ports = json.loads(Path(self.ports_file).read_text())
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.ports['amqp']}/"
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(Path(self.log_path).read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def terminate(self, timeout: float = 15) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def cleanup(self) -> None:
+        self.kill()
+        self._tmp.cleanup()
