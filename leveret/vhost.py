@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .amqp.errors import AMQPError, ReplyCode, access_refused, not_found, resource_locked
-from .message import Message
-from .names import queue_name as new_queue_name
-from .queues.classic import ClassicQueue
-
 from . import declare_rules as rules
+from .amqp.fields import argument_types
+from .exchanges import exchange_type
 from .exchanges.base import Binding
-from .exchanges.exchange import Exchange, predeclared_exchanges
+from .exchanges.exchange import Exchange, predeclared_exchanges, unbind_everywhere
+from .message import Message
+from .queues.classic import ClassicQueue
 from .routing import route
 
 
@@ -35,42 +34,53 @@ class VirtualHost:
         arguments: dict[str, Any],
         method: tuple[int, int],
     ) -> Exchange:
-        existing = self.exchanges.get(name)
-        if passive:
-            if existing is None:
-                raise not_found(f"no exchange '{name}' in vhost '{self.name}'", method)
-            return existing
-        if existing is None:
-            rules.check_exchange_create(name, type_name, self.name, arguments, method)
-            exchange = Exchange(
-                name, type_name, durable=durable, auto_delete=auto_delete, internal=internal, arguments=arguments
-            )
-            self.exchanges[name] = exchange
-            return exchange
-        rules.check_exchange_equivalence(
-            existing, type_name, durable, auto_delete, internal, arguments, self.name, method
+        name = rules.strip_cr_lf(name)
+        requested = rules.ExchangeDecl(
+            type_name, durable, auto_delete, internal, arguments, argument_types(arguments)
         )
-        return existing
+        existing = self.exchanges.get(name)
+        create = rules.check_exchange_declare(
+            name,
+            requested,
+            passive=passive,
+            existing=existing.decl if existing is not None else None,
+            vhost=self.name,
+            known_types=exchange_type,
+            method=method,
+        )
+        if not create:
+            assert existing is not None
+            return existing
+        exchange = Exchange.from_decl(name, requested)
+        self.exchanges[name] = exchange
+        return exchange
 
     def delete_exchange(self, name: str, *, if_unused: bool, method: tuple[int, int]) -> None:
-        rules.check_exchange_delete(name, self.name, method)
+        name = rules.strip_cr_lf(name)
         exchange = self.exchanges.get(name)
-        if exchange is None:
-            return  # deleting a missing exchange succeeds, as in RabbitMQ
-        if if_unused and exchange.has_bindings:
-            raise AMQPError(
-                ReplyCode.PRECONDITION_FAILED, f"exchange '{name}' in vhost '{self.name}' in use", method
-            )
-        self._remove_exchange(exchange)
+        exists = rules.check_exchange_delete(
+            name,
+            exists=exchange is not None,
+            if_unused=if_unused,
+            has_bindings_as_source=exchange is not None and exchange.has_bindings(),
+            vhost=self.name,
+            method=method,
+        )
+        if exists and exchange is not None:
+            self._remove_exchange(exchange)
 
     def _remove_exchange(self, exchange: Exchange) -> None:
-        del self.exchanges[exchange.name]
-        for binding in list(exchange.bindings):
-            exchange.remove_binding(binding)
-        # Bindings with this exchange as destination go too.
-        for other in list(self.exchanges.values()):
-            for binding in [b for b in other.bindings if b.destination_kind == "exchange" and b.destination == exchange.name]:
-                self._remove_binding(other, binding)
+        """Delete an exchange, its bindings both ways, and auto-delete exchanges left unused."""
+        doomed = [exchange]
+        while doomed:
+            current = doomed.pop()
+            if self.exchanges.get(current.name) is not current:
+                continue
+            del self.exchanges[current.name]
+            for binding in list(current.bindings()):
+                current.remove_binding(binding)
+            _, unused = unbind_everywhere(self.exchanges.values(), "exchange", current.name)
+            doomed.extend(unused)
 
     # --- queues -------------------------------------------------------------------------------
 
@@ -86,38 +96,36 @@ class VirtualHost:
         owner: Any,
         method: tuple[int, int],
     ) -> ClassicQueue:
-        if passive:
-            queue = self.get_queue(name, method)
-            owner.check_exclusive_access(queue, method)
-            return queue
-        requested = rules.QueueDecl(durable, exclusive, auto_delete, arguments)
-        if not name:
-            name = new_queue_name()
-        rules.validate_queue_arguments(name, self.name, arguments, method)
+        name = rules.strip_cr_lf(name)
+        server_named = not name and not passive
+        if server_named:
+            name = rules.server_named_queue_name()
+        requested = rules.QueueDecl(durable, exclusive, auto_delete, arguments, argument_types(arguments))
         existing = self.queues.get(name)
-        if existing is not None:
-            owner.check_exclusive_access(existing, method)
-            if exclusive and existing.exclusive_owner is None:
-                raise resource_locked(
-                    f"cannot obtain exclusive access to locked queue '{name}' in vhost '{self.name}'. "
-                    "It could be originally declared on another connection or the exclusive property "
-                    "value does not match that of the original declaration.",
-                    method,
-                )
-            current = rules.QueueDecl(
-                existing.durable, existing.exclusive_owner is not None, existing.auto_delete, existing.arguments
-            )
-            rules.check_queue_equivalence(name, self.name, current, requested, method)
+        create = rules.check_queue_declare(
+            name,
+            requested,
+            passive=passive,
+            existing=_decl_of(existing) if existing is not None else None,
+            owner=existing.exclusive_owner if existing is not None else None,
+            connection=owner,
+            server_named=server_named,
+            vhost=self.name,
+            method=method,
+        )
+        if not create:
+            assert existing is not None
             return existing
-        rules.check_queue_create(name, self.name, method)
+        stored = requested.as_stored()
         queue = ClassicQueue(
             name,
             self.name,
-            durable=durable,
+            durable=stored.durable,
             exclusive_owner=owner if exclusive else None,
             auto_delete=auto_delete,
-            arguments=arguments,
+            arguments=dict(arguments),
         )
+        queue.argument_types = dict(requested.argument_types)
         queue.on_unused = self._auto_delete
         self.queues[name] = queue
         if exclusive:
@@ -127,7 +135,7 @@ class VirtualHost:
     def get_queue(self, name: str, method: tuple[int, int]) -> ClassicQueue:
         queue = self.queues.get(name)
         if queue is None:
-            raise not_found(f"no queue '{name}' in vhost '{self.name}'", method)
+            raise rules.not_found("queue", name, self.name, method)
         return queue
 
     def delete_queue(self, name: str) -> int:
@@ -137,9 +145,9 @@ class VirtualHost:
         owner = queue.exclusive_owner
         if owner is not None:
             owner.exclusive_queues.discard(name)
-        for exchange in list(self.exchanges.values()):
-            for binding in [b for b in exchange.bindings if b.destination_kind == "queue" and b.destination == name]:
-                self._remove_binding(exchange, binding)
+        _, unused = unbind_everywhere(self.exchanges.values(), "queue", name)
+        for exchange in unused:
+            self._remove_exchange(exchange)
         return queue.delete()
 
     def _auto_delete(self, queue: ClassicQueue) -> None:
@@ -148,51 +156,75 @@ class VirtualHost:
 
     # --- bindings -----------------------------------------------------------------------------
 
-    def _binding_ends(
-        self, source: str, destination: str, kind: str, method: tuple[int, int]
-    ) -> Exchange:
-        if source == "" or (kind == "exchange" and destination == ""):
-            raise access_refused("operation not permitted on the default exchange", method)
-        exchange = self.exchanges.get(source)
-        if kind == "queue":
-            if destination not in self.queues:
-                raise not_found(f"no queue '{destination}' in vhost '{self.name}'", method)
-        elif destination not in self.exchanges:
-            raise not_found(f"no exchange '{destination}' in vhost '{self.name}'", method)
-        if exchange is None:
-            raise not_found(f"no exchange '{source}' in vhost '{self.name}'", method)
-        return exchange
+    def _destination_exists(self, kind: str, name: str) -> bool:
+        return name in (self.queues if kind == "queue" else self.exchanges)
 
     def bind(
-        self, source: str, destination: str, kind: str, routing_key: str, arguments: dict[str, Any], method: tuple[int, int]
+        self,
+        source: str,
+        destination: str,
+        kind: str,
+        routing_key: str,
+        arguments: dict[str, Any],
+        method: tuple[int, int],
     ) -> None:
-        exchange = self._binding_ends(source, destination, kind, method)
-        binding = Binding.make(source, destination, kind, routing_key, arguments)
-        rules.check_binding(exchange, binding, self.name, method)
+        rules.check_bind(
+            source,
+            destination,
+            kind,
+            source_exists=source in self.exchanges,
+            destination_exists=self._destination_exists(kind, destination),
+            vhost=self.name,
+            method=method,
+        )
+        exchange = self.exchanges[source]
+        binding = Binding.of(source, destination, kind, routing_key, arguments)  # type: ignore[arg-type]
+        exchange.validate_binding(binding, method)
         exchange.add_binding(binding)
 
     def unbind(
-        self, source: str, destination: str, kind: str, routing_key: str, arguments: dict[str, Any], method: tuple[int, int]
+        self,
+        source: str,
+        destination: str,
+        kind: str,
+        routing_key: str,
+        arguments: dict[str, Any],
+        method: tuple[int, int],
     ) -> None:
-        exchange = self._binding_ends(source, destination, kind, method)
-        binding = Binding.make(source, destination, kind, routing_key, arguments)
-        self._remove_binding(exchange, binding)
-
-    def _remove_binding(self, exchange: Exchange, binding: Binding) -> None:
-        if exchange.remove_binding(binding) and exchange.auto_delete and not exchange.has_bindings:
-            self.exchanges.pop(exchange.name, None)
+        rules.check_unbind(source, destination, kind, method)
+        exchange = self.exchanges.get(source)
+        if exchange is None:
+            return
+        binding = Binding.of(source, destination, kind, routing_key, arguments)  # type: ignore[arg-type]
+        if exchange.remove_binding(binding) and exchange.auto_delete and not exchange.has_bindings():
+            self._remove_exchange(exchange)
 
     # --- routing ------------------------------------------------------------------------------
 
-    def route(self, exchange_name: str, routing_key: str, message: Message, method: tuple[int, int]) -> list[ClassicQueue]:
+    def route(
+        self, exchange_name: str, routing_key: str, message: Message, method: tuple[int, int]
+    ) -> list[ClassicQueue]:
         exchange = self.exchanges.get(exchange_name)
-        if exchange is None:
-            raise not_found(f"no exchange '{exchange_name}' in vhost '{self.name}'", method)
-        if exchange.internal:
-            raise access_refused(f"cannot publish to internal exchange '{exchange_name}' in vhost '{self.name}'", method)
+        rules.check_publish_exchange(
+            exchange_name,
+            exists=exchange is not None,
+            internal=exchange is not None and exchange.internal,
+            vhost=self.name,
+            method=method,
+        )
         queues = self.queues
-        if exchange_name == "":
+        if not exchange_name:
             queue = queues.get(routing_key)
             return [queue] if queue is not None else []
         headers = message.properties.headers if message.has_flags else None
-        return [queues[name] for name in route(self.exchanges, exchange_name, routing_key, headers, queues.__contains__)]
+        return [queues[name] for name in route(self.exchanges, exchange_name, routing_key, headers, queues)]
+
+
+def _decl_of(queue: ClassicQueue) -> rules.QueueDecl:
+    return rules.QueueDecl(
+        queue.durable,
+        queue.exclusive_owner is not None,
+        queue.auto_delete,
+        queue.arguments,
+        queue.argument_types,
+    )

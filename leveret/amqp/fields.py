@@ -130,6 +130,40 @@ def decode_table(buf: bytes, offset: int, depth: int = 0) -> tuple[FieldTable, i
     return table, end
 
 
+class ArgumentTable(dict[str, Any]):
+    """A method's argument table that remembers each value's wire type letter.
+
+    RabbitMQ names those types in its error texts ("of type 'signedint'").
+    """
+
+    __slots__ = ("types",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.types: dict[str, str] = {}
+
+
+def decode_argument_table(buf: bytes, offset: int) -> tuple[ArgumentTable, int]:
+    (length,) = _UNPACK_I(buf, offset)
+    offset += 4
+    end = offset + length
+    if end > len(buf):
+        raise DecodeError("field table overruns buffer")
+    table = ArgumentTable()
+    while offset < end:
+        key, offset = decode_shortstr(buf, offset)
+        table.types[key] = chr(buf[offset])
+        table[key], offset = decode_value(buf, offset, 1)
+    if offset != end:
+        raise DecodeError("field table length mismatch")
+    return table, end
+
+
+def argument_types(table: FieldTable) -> dict[str, str]:
+    """Wire type letters of a decoded argument table ({} for a table made here)."""
+    return getattr(table, "types", {})
+
+
 def _decode_array(buf: bytes, offset: int, depth: int) -> tuple[list[Any], int]:
     if depth > _MAX_NESTING:
         raise DecodeError("field array nested too deeply")

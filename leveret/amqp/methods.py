@@ -11,7 +11,7 @@ from .fields import (
     FieldTable,
     decode_longstr_bytes,
     decode_shortstr,
-    decode_table,
+    decode_argument_table,
     encode_longstr,
     encode_shortstr,
     encode_table,
@@ -37,7 +37,7 @@ _CODERS: dict[str, tuple[Callable[[Any], bytes], Callable[[bytes, int], tuple[An
     ),
     "ShortStr": (encode_shortstr, decode_shortstr),
     "LongStr": (encode_longstr, decode_longstr_bytes),
-    "Table": (encode_table, decode_table),
+    "Table": (encode_table, decode_argument_table),
 }
 
 

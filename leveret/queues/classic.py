@@ -36,6 +36,7 @@ class ClassicQueue:
         self.exclusive_owner = exclusive_owner
         self.auto_delete = auto_delete
         self.arguments = arguments or {}
+        self.argument_types: dict[str, str] = {}
         self.single_active_consumer = self.arguments.get("x-single-active-consumer") is True
         self.deleted = False
         self.unacked = 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..amqp.frames import HEARTBEAT_FRAME
 from ..session import Session
@@ -42,8 +42,8 @@ class AMQPProtocol(asyncio.Protocol):
     # --- asyncio.Protocol -----------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports are not subclasses
+        transport = self.transport
         transport.set_write_buffer_limits(HIGH_WATER, LOW_WATER)
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.session = Session(self.broker, self, (peer[0], peer[1]))

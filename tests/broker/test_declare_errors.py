@@ -6,7 +6,10 @@ import pika
 import pika.exceptions
 import pytest
 
+from leveret.amqp import methods as m
+from leveret.amqp.frames import method_frame
 from tests.support.node import InProcessNode
+from tests.support.raw_client import RawClient
 
 
 def _channel_error(connection, action) -> tuple[int, str]:
@@ -147,14 +150,15 @@ def test_exclusive_consumer(connection) -> None:
 
 
 def test_reuse_of_consumer_tag_closes_connection(node: InProcessNode) -> None:
-    conn = pika.BlockingConnection(pika.URLParameters(node.url))
-    ch = conn.channel()
-    ch.queue_declare("tags")
-    ch.basic_consume("tags", lambda *a: None, consumer_tag="same")
-    with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as info:
-        ch.basic_consume("tags", lambda *a: None, consumer_tag="same")
-    assert info.value.reply_code == 530
-    assert info.value.reply_text == "NOT_ALLOWED - attempt to reuse consumer tag 'same'"
+    raw = RawClient(node.port)
+    raw.handshake()
+    raw.send(method_frame(1, m.QueueDeclare(queue="tags")))
+    raw.send(method_frame(1, m.BasicConsume(queue="tags", consumer_tag="same")))
+    raw.send(method_frame(1, m.BasicConsume(queue="tags", consumer_tag="same")))
+    close = raw.expect_connection_close()
+    assert (close.reply_code, close.reply_text) == (530, "NOT_ALLOWED - attempt to reuse consumer tag 'same'")
+    assert (close.class_id, close.method_id) == (60, 20)
+    raw.close()
 
 
 def test_publish_to_missing_exchange(connection) -> None:
@@ -187,7 +191,6 @@ def test_wrong_password(node: InProcessNode) -> None:
 
 def test_unknown_vhost(node: InProcessNode) -> None:
     params = pika.URLParameters(f"amqp://guest:guest@127.0.0.1:{node.port}/nowhere")
-    with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as info:
+    with pytest.raises(pika.exceptions.ProbableAccessDeniedError) as info:
         pika.BlockingConnection(params)
-    assert info.value.reply_code == 530
-    assert info.value.reply_text == "NOT_ALLOWED - vhost nowhere not found"
+    assert "(530) 'NOT_ALLOWED - vhost nowhere not found'" in str(info.value)

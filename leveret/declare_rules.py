@@ -1,0 +1,942 @@
+"""Validation of exchange, queue and binding declarations, with RabbitMQ's reply codes and texts.
+
+Every check takes names already stripped of CR and LF (`strip_cr_lf`), raises `AMQPError` with
+the text RabbitMQ sends, and leaves the model untouched: callers look things up, call a check,
+then act. Argument values arrive decoded from field tables; where the wire type matters to a
+text (RabbitMQ names it, e.g. "of type 'signedint'"), pass the table's type letters as
+`argument_types`, otherwise the type is inferred as pika would have encoded the value.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import math
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from leveret.amqp.errors import AMQPError, ReplyCode
+
+DEFAULT_VHOST = "/"
+MAX_NAME_BYTES = 255
+
+EXCHANGE_DECLARE = (40, 10)
+EXCHANGE_DELETE = (40, 20)
+EXCHANGE_BIND = (40, 30)
+EXCHANGE_UNBIND = (40, 40)
+QUEUE_DECLARE = (50, 10)
+QUEUE_BIND = (50, 20)
+QUEUE_UNBIND = (50, 50)
+BASIC_PUBLISH = (60, 40)
+
+_EMPTY: Mapping[str, Any] = {}
+
+# ---------------------------------------------------------------------------------------------
+# Field types, as RabbitMQ names them once it has parsed a table.
+
+FIELD_TYPE_NAMES: dict[str, str] = {
+    "S": "longstr",
+    "I": "signedint",
+    "i": "unsignedint",
+    "l": "long",
+    "L": "long",  # RabbitMQ reads both 64-bit letters as signed longs
+    "b": "byte",
+    "B": "unsignedbyte",
+    "s": "short",
+    "u": "unsignedshort",
+    "t": "bool",
+    "d": "double",
+    "f": "float",
+    "D": "decimal",
+    "T": "timestamp",
+    "F": "table",
+    "A": "array",
+    "x": "binary",
+    "V": "void",
+}
+
+_INTEGER_TYPES = frozenset(
+    {"byte", "short", "signedint", "long", "unsignedbyte", "unsignedshort", "unsignedint"}
+)
+# RabbitMQ's `type_class`: argument values of types in one class compare by value.
+_TYPE_CLASSES = {name: "int" for name in _INTEGER_TYPES} | {
+    "decimal": "int",
+    "float": "float",
+    "double": "float",
+}
+
+
+def field_type_name(value: Any, declared: str | None = None) -> str:
+    """RabbitMQ's name for a field value's type: from its wire letter if known, else inferred.
+
+    Inference follows pika: ints that fit 32 bits are `signedint`, larger ones `long`; bytes
+    are `binary`; str is `longstr`.
+    """
+    if declared:
+        return FIELD_TYPE_NAMES.get(declared, declared)
+    if value is True or value is False:
+        return "bool"
+    if isinstance(value, int):
+        return "signedint" if -(2**31) <= value < 2**31 else "long"
+    if isinstance(value, str):
+        return "longstr"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "binary"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, Decimal):
+        return "decimal"
+    if isinstance(value, datetime.datetime):
+        return "timestamp"
+    if isinstance(value, (dict, tuple)):
+        return "table"
+    if isinstance(value, list):
+        return "array"
+    if value is None:
+        return "void"
+    return type(value).__name__
+
+
+# ---------------------------------------------------------------------------------------------
+# Values as RabbitMQ prints them (Erlang's ~p and ~s), since its texts embed them.
+
+
+class Atom(str):
+    """An Erlang atom in a printed term (printed bare)."""
+
+
+@dataclass(frozen=True)
+class CharList:
+    """An Erlang string (a list of byte-sized characters), printed in double quotes."""
+
+    data: bytes
+
+    @classmethod
+    def of(cls, text: str) -> CharList:
+        return cls(text.encode("utf-8"))
+
+
+def _to_bytes(value: str | bytes | bytearray | memoryview) -> bytes:
+    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+
+
+def _as_text(data: bytes) -> str:
+    # The wire carries the bytes RabbitMQ prints; decoding them as UTF-8 gives back the same bytes.
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+_ESCAPES = {
+    ord('"'): '\\"',
+    ord("\\"): "\\\\",
+    ord("\n"): "\\n",
+    ord("\r"): "\\r",
+    ord("\t"): "\\t",
+    ord("\v"): "\\v",
+    ord("\b"): "\\b",
+    ord("\f"): "\\f",
+    0x1B: "\\e",
+}
+
+
+def _printable_latin1(data: bytes) -> bool:
+    return all(32 <= c <= 126 or 160 <= c or c in _ESCAPES for c in data)
+
+
+def _quoted(data: bytes) -> str:
+    if not any(c in _ESCAPES for c in data):
+        return '"' + _as_text(data) + '"'
+    pieces: list[str] = []
+    run = bytearray()
+    for c in data:
+        escape = _ESCAPES.get(c)
+        if escape is None:
+            run.append(c)
+        else:
+            pieces.append(_as_text(bytes(run)))
+            run.clear()
+            pieces.append(escape)
+    pieces.append(_as_text(bytes(run)))
+    return '"' + "".join(pieces) + '"'
+
+
+def erlang_float(value: float) -> str:
+    """A float the way Erlang prints it: shortest round-trip digits, always with a fraction."""
+    if math.isnan(value) or math.isinf(value):
+        return repr(value)
+    text = repr(value)
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return f"{mantissa}e{int(exponent)}"
+
+
+def _decimal_parts(value: Decimal) -> tuple[int, int]:
+    sign, digits, exponent = value.as_tuple()
+    unscaled = int("".join(map(str, digits)) or "0")
+    scale = -exponent if isinstance(exponent, int) else 0
+    return scale, -unscaled if sign else unscaled
+
+
+def erlang_term(value: Any, declared_types: Mapping[str, str] | None = None) -> str:
+    """Print a decoded field value (or an error term) as Erlang's ~p prints RabbitMQ's value."""
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, Atom):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return erlang_float(value)
+    if isinstance(value, CharList):
+        if _printable_latin1(value.data):
+            return _quoted(value.data)
+        return "[" + ",".join(str(c) for c in value.data) + "]"
+    if isinstance(value, (str, bytes, bytearray, memoryview)):
+        data = _to_bytes(value)
+        if not data:
+            return "<<>>"
+        if _printable_latin1(data):
+            return "<<" + _quoted(data) + ">>"
+        return "<<" + ",".join(str(c) for c in data) + ">>"
+    if isinstance(value, Decimal):
+        scale, unscaled = _decimal_parts(value)
+        return f"{{{scale},{unscaled}}}"
+    if isinstance(value, datetime.datetime):
+        return str(int(value.timestamp()))
+    if isinstance(value, tuple):
+        return "{" + ",".join(erlang_term(item) for item in value) + "}"
+    if isinstance(value, dict):
+        types = declared_types or {}
+        rows = (
+            f"{{{erlang_term(key)},{field_type_name(item, types.get(key))},{erlang_term(item)}}}"
+            for key, item in value.items()
+        )
+        return "[" + ",".join(rows) + "]"
+    if isinstance(value, list):
+        return "[" + ",".join(f"{{{field_type_name(i)},{erlang_term(i)}}}" for i in value) + "]"
+    if value is None:
+        return "undefined"
+    return repr(value)
+
+
+def _erlang_text(value: Any) -> str:
+    """A value formatted by ~s where it is a binary and ~p otherwise."""
+    if isinstance(value, (str, bytes, bytearray, memoryview)):
+        return value if isinstance(value, str) else _as_text(bytes(value))
+    return erlang_term(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Value comparison as Erlang does it: `==` for values of one type class, `=:=` otherwise.
+
+
+class _Tag:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+_BOOL = _Tag("bool")
+_FLOAT = _Tag("float")
+_DECIMAL = _Tag("decimal")
+_TABLE = _Tag("table")
+_ARRAY = _Tag("array")
+_UNDEFINED = _Tag("undefined")
+
+
+def comparable_value(value: Any, *, exact: bool = False) -> Any:
+    """A key equal for two decoded values exactly when Erlang's `==` (or `=:=`) says so.
+
+    Numbers compare by value (1 == 1.0, but 1 =/= 1.0 under `=:=`), strings and binaries by
+    their bytes, booleans only with booleans, decimals as (scale, digits) and timestamps as
+    integer seconds.
+    """
+    if value is True or value is False:
+        return (_BOOL, value)
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, float):
+        return (_FLOAT, value) if exact else value
+    if isinstance(value, (int, bytes)):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, Decimal):
+        return (_DECIMAL, *_decimal_parts(value))
+    if isinstance(value, datetime.datetime):
+        return int(value.timestamp())
+    if isinstance(value, dict):
+        return (_TABLE, tuple((k, comparable_value(v, exact=exact)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (_ARRAY, tuple(comparable_value(v, exact=exact) for v in value))
+    if value is None:
+        return _UNDEFINED
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Names.
+
+
+def strip_cr_lf(name: str) -> str:
+    """RabbitMQ drops CR and LF from exchange and queue names before using them."""
+    if "\r" in name or "\n" in name:
+        return name.replace("\r", "").replace("\n", "")
+    return name
+
+
+def describe(kind: str, name: str, vhost: str = DEFAULT_VHOST) -> str:
+    """A resource as RabbitMQ names it in texts: "queue 'q' in vhost '/'"."""
+    return f"{kind} '{name}' in vhost '{vhost}'"
+
+
+def name_fits(name: str) -> bool:
+    """Whether a name fits a short string (255 bytes of UTF-8)."""
+    return len(name.encode("utf-8")) <= MAX_NAME_BYTES
+
+
+def server_named_queue_name() -> str:
+    """A fresh name for a queue declared with an empty name ("amq.gen-" and 22 random chars)."""
+    token = base64.urlsafe_b64encode(secrets.token_bytes(16)).rstrip(b"=").decode("ascii")
+    return "amq.gen-" + token
+
+
+def check_name_not_reserved(kind: str, name: str, method: tuple[int, int]) -> None:
+    """403 for a name in the reserved "amq." namespace (case-sensitive), on creation only."""
+    if name.startswith("amq."):
+        raise AMQPError(
+            ReplyCode.ACCESS_REFUSED,
+            f"{kind} name '{name}' contains reserved prefix 'amq.*'",
+            method,
+        )
+
+
+def check_not_default_exchange(name: str, method: tuple[int, int]) -> None:
+    """403 for any operation naming the default exchange where it cannot be used."""
+    if name == "":
+        raise AMQPError(
+            ReplyCode.ACCESS_REFUSED, "operation not permitted on the default exchange", method
+        )
+
+
+def not_found(kind: str, name: str, vhost: str, method: tuple[int, int]) -> AMQPError:
+    """404 "no queue 'q' in vhost '/'" (or exchange)."""
+    return AMQPError(ReplyCode.NOT_FOUND, f"no {describe(kind, name, vhost)}", method)
+
+
+# ---------------------------------------------------------------------------------------------
+# Equivalence of a redeclaration with what exists.
+
+
+def _field_value(value: Any) -> str:
+    """RabbitMQ's `val/1` for a bare value (a property like durable, or an argument's value)."""
+    if isinstance(value, Decimal):
+        # A decimal is an Erlang pair {Scale, Digits}, which val/1 takes for {Type, Value}.
+        scale, unscaled = _decimal_parts(value)
+        return f"the value '{unscaled}' of type '{scale}'"
+    return f"'{_erlang_text(value)}'"
+
+
+_MISSING = object()
+
+
+def _typed_value(value: Any, type_name: str) -> str:
+    if value is _MISSING:
+        return "none"
+    return f"the value '{_erlang_text(value)}' of type '{type_name}'"
+
+
+def _inequivalent(
+    key: str, resource: str, received: str, current: str, method: tuple[int, int]
+) -> AMQPError:
+    return AMQPError(
+        ReplyCode.PRECONDITION_FAILED,
+        f"inequivalent arg '{key}' for {resource}: received {received} but current is {current}",
+        method,
+    )
+
+
+def check_field_equivalence(
+    key: str, resource: str, current: Any, received: Any, method: tuple[int, int]
+) -> None:
+    """406 when a declared property (type, durable, auto_delete, ...) differs from the existing one."""
+    if comparable_value(current, exact=True) != comparable_value(received, exact=True):
+        raise _inequivalent(key, resource, _field_value(received), _field_value(current), method)
+
+
+def check_arguments_equivalence(
+    keys: tuple[str, ...],
+    resource: str,
+    current: Mapping[str, Any],
+    current_types: Mapping[str, str],
+    received: Mapping[str, Any],
+    received_types: Mapping[str, str],
+    method: tuple[int, int],
+) -> None:
+    """406 for the first of `keys` whose argument differs; other arguments are not compared.
+
+    Values of types in one class (all integer widths, say) compare by value; values of
+    different classes must be identical; a key present on one side only differs, except that
+    a missing x-queue-type is the same as "classic".
+    """
+    for key in keys:
+        old = current.get(key, _MISSING)
+        new = received.get(key, _MISSING)
+        if old is _MISSING and new is _MISSING:
+            continue
+        if old is not _MISSING and new is not _MISSING:
+            old_type = field_type_name(old, current_types.get(key))
+            new_type = field_type_name(new, received_types.get(key))
+            old_class = _TYPE_CLASSES.get(old_type, old_type)
+            same_class = old_class == _TYPE_CLASSES.get(new_type, new_type)
+            if same_class and comparable_value(old) == comparable_value(new):
+                continue
+            if comparable_value(old, exact=True) == comparable_value(new, exact=True):
+                continue
+            raise _inequivalent(key, resource, _field_value(new), _field_value(old), method)
+        if key == "x-queue-type" and (old if new is _MISSING else new) == "classic":
+            continue
+        old_text = _typed_value(old, field_type_name(old, current_types.get(key)))
+        new_text = _typed_value(new, field_type_name(new, received_types.get(key)))
+        raise _inequivalent(key, resource, new_text, old_text, method)
+
+
+# ---------------------------------------------------------------------------------------------
+# Exchanges.
+
+
+@dataclass(frozen=True)
+class ExchangeDecl:
+    """An exchange's declared properties, as compared on redeclaration."""
+
+    type: str
+    durable: bool = False
+    auto_delete: bool = False
+    internal: bool = False
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    argument_types: Mapping[str, str] = field(default_factory=dict)
+
+
+_EXCHANGE_COMPARED_ARGUMENTS = ("alternate-exchange",)
+
+
+def check_exchange_equivalence(
+    name: str,
+    existing: ExchangeDecl,
+    requested: ExchangeDecl,
+    vhost: str = DEFAULT_VHOST,
+    method: tuple[int, int] = EXCHANGE_DECLARE,
+) -> None:
+    """406 "inequivalent arg ..." when a redeclaration differs from the existing exchange."""
+    resource = describe("exchange", name, vhost)
+    check_field_equivalence("type", resource, Atom(existing.type), Atom(requested.type), method)
+    check_field_equivalence("durable", resource, existing.durable, requested.durable, method)
+    check_field_equivalence(
+        "auto_delete", resource, existing.auto_delete, requested.auto_delete, method
+    )
+    check_field_equivalence("internal", resource, existing.internal, requested.internal, method)
+    check_arguments_equivalence(
+        _EXCHANGE_COMPARED_ARGUMENTS,
+        resource,
+        existing.arguments,
+        existing.argument_types,
+        requested.arguments,
+        requested.argument_types,
+        method,
+    )
+
+
+def _check_name_argument(
+    key: str,
+    resource: str,
+    arguments: Mapping[str, Any],
+    types: Mapping[str, str],
+    method: tuple[int, int],
+) -> None:
+    """406 when an argument naming an exchange (AE, DLX) is not a long string."""
+    if key not in arguments:
+        return
+    type_name = field_type_name(arguments[key], types.get(key))
+    if type_name != "longstr":
+        raise AMQPError(
+            ReplyCode.PRECONDITION_FAILED,
+            f"invalid type '{type_name}' for arg '{key}' in {resource}",
+            method,
+        )
+
+
+def check_exchange_declare(
+    name: str,
+    requested: ExchangeDecl,
+    *,
+    passive: bool,
+    existing: ExchangeDecl | None,
+    vhost: str = DEFAULT_VHOST,
+    known_types: Callable[[str], object] | None = None,
+    method: tuple[int, int] = EXCHANGE_DECLARE,
+) -> bool:
+    """Check an exchange.declare as RabbitMQ orders its checks; True when it must be created.
+
+    `known_types(type_name)` raises the 503 for an unknown type (pass
+    `leveret.exchanges.exchange_type`); it runs first and only for non-passive declares.
+    """
+    if passive:
+        check_not_default_exchange(name, method)
+        if existing is None:
+            raise not_found("exchange", name, vhost, method)
+        return False
+    if known_types is not None:
+        known_types(requested.type)
+    check_not_default_exchange(name, method)
+    if existing is None:
+        check_name_not_reserved("exchange", name, method)
+        _check_name_argument(
+            "alternate-exchange",
+            describe("exchange", name, vhost),
+            requested.arguments,
+            requested.argument_types,
+            method,
+        )
+        return True
+    check_exchange_equivalence(name, existing, requested, vhost, method)
+    return False
+
+
+def check_exchange_delete(
+    name: str,
+    *,
+    exists: bool,
+    if_unused: bool,
+    has_bindings_as_source: bool,
+    vhost: str = DEFAULT_VHOST,
+    method: tuple[int, int] = EXCHANGE_DELETE,
+) -> bool:
+    """Check an exchange.delete; True when there is an exchange to delete.
+
+    Deleting a missing exchange succeeds; the default and "amq." exchanges cannot be deleted;
+    if-unused refuses an exchange that is the source of any binding.
+    """
+    check_not_default_exchange(name, method)
+    if name.startswith("amq."):
+        raise AMQPError(
+            ReplyCode.ACCESS_REFUSED,
+            f"deletion of system {describe('exchange', name, vhost)} not allowed",
+            method,
+        )
+    if not exists:
+        return False
+    if if_unused and has_bindings_as_source:
+        raise AMQPError(
+            ReplyCode.PRECONDITION_FAILED, f"{describe('exchange', name, vhost)} in use", method
+        )
+    return True
+
+
+def check_publish_exchange(
+    name: str,
+    *,
+    exists: bool,
+    internal: bool,
+    vhost: str = DEFAULT_VHOST,
+    method: tuple[int, int] = BASIC_PUBLISH,
+) -> None:
+    """404 for publishing to a missing exchange, 403 for an internal one."""
+    if not exists:
+        raise not_found("exchange", name, vhost, method)
+    if internal:
+        raise AMQPError(
+            ReplyCode.ACCESS_REFUSED,
+            f"cannot publish to internal {describe('exchange', name, vhost)}",
+            method,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Bindings.
+
+
+def check_bind(
+    source: str,
+    destination: str,
+    destination_kind: str,
+    *,
+    source_exists: bool,
+    destination_exists: bool,
+    vhost: str = DEFAULT_VHOST,
+    method: tuple[int, int] = QUEUE_BIND,
+) -> None:
+    """Check queue.bind / exchange.bind endpoints: 403 on the default exchange, 404 if missing.
+
+    After this, the caller runs the source type's `validate_binding` (406) and, for a queue,
+    the exclusive-access check (405), in that order, as RabbitMQ does.
+    """
+    if destination_kind == "exchange":
+        check_not_default_exchange(destination, method)
+    check_not_default_exchange(source, method)
+    if not source_exists:
+        raise not_found("exchange", source, vhost, method)
+    if not destination_exists:
+        raise not_found(destination_kind, destination, vhost, method)
+
+
+def check_unbind(
+    source: str,
+    destination: str,
+    destination_kind: str,
+    method: tuple[int, int] = QUEUE_UNBIND,
+) -> None:
+    """Check queue.unbind / exchange.unbind: only the default exchange is refused (403).
+
+    Unbinding from a missing exchange or queue, or a binding that does not exist, succeeds.
+    """
+    if destination_kind == "exchange":
+        check_not_default_exchange(destination, method)
+    check_not_default_exchange(source, method)
+
+
+# ---------------------------------------------------------------------------------------------
+# Queues.
+
+
+@dataclass(frozen=True)
+class QueueDecl:
+    """A queue's declared properties, as compared on redeclaration."""
+
+    durable: bool = False
+    exclusive: bool = False
+    auto_delete: bool = False
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    argument_types: Mapping[str, str] = field(default_factory=dict)
+
+    def as_stored(self) -> QueueDecl:
+        """The declaration as the queue keeps it: an exclusive queue is never durable."""
+        if self.exclusive and self.durable:
+            return QueueDecl(False, True, self.auto_delete, self.arguments, self.argument_types)
+        return self
+
+
+def exclusive_locked(
+    name: str, vhost: str = DEFAULT_VHOST, method: tuple[int, int] = QUEUE_DECLARE
+) -> AMQPError:
+    """405 RESOURCE_LOCKED for using another connection's exclusive queue."""
+    return AMQPError(
+        ReplyCode.RESOURCE_LOCKED,
+        f"cannot obtain exclusive access to locked {describe('queue', name, vhost)}. It could be "
+        "originally declared on another connection or the exclusive property value does not "
+        "match that of the original declaration.",
+        method,
+    )
+
+
+def check_exclusive_access(
+    name: str,
+    owner: object | None,
+    connection: object,
+    vhost: str = DEFAULT_VHOST,
+    method: tuple[int, int] = QUEUE_DECLARE,
+) -> None:
+    """405 when a queue is exclusive to a connection other than `connection`."""
+    if owner is not None and owner is not connection:
+        raise exclusive_locked(name, vhost, method)
+
+
+def check_redeclare_owner(
+    name: str,
+    existing: QueueDecl,
+    requested: QueueDecl,
+    *,
+    owner: object | None = None,
+    connection: object | None = None,
+    vhost: str = DEFAULT_VHOST,
+    method: tuple[int, int] = QUEUE_DECLARE,
+) -> None:
+    """405 unless the redeclaration's exclusivity matches: same flag and, if set, same owner."""
+    if existing.exclusive != requested.exclusive:
+        raise exclusive_locked(name, vhost, method)
+    if requested.exclusive and owner is not None and owner is not connection:
+        raise exclusive_locked(name, vhost, method)
+
+
+# Compared on redeclaration, in RabbitMQ's order; unknown x-arguments are never compared.
+CLASSIC_QUEUE_ARGUMENTS = (
+    "x-expires",
+    "x-message-ttl",
+    "x-dead-letter-exchange",
+    "x-dead-letter-routing-key",
+    "x-max-length",
+    "x-max-length-bytes",
+    "x-max-priority",
+    "x-overflow",
+    "x-queue-mode",
+    "x-queue-version",
+    "x-single-active-consumer",
+    "x-queue-type",
+    "x-queue-master-locator",
+    "x-queue-leader-locator",
+)
+
+# Arguments of other queue types: refused on a classic queue rather than ignored.
+OTHER_QUEUE_TYPE_ARGUMENTS = frozenset(
+    {
+        "x-dead-letter-strategy",
+        "x-delivery-limit",
+        "x-initial-cluster-size",
+        "x-max-age",
+        "x-max-in-memory-bytes",
+        "x-max-in-memory-length",
+        "x-quorum-initial-group-size",
+        "x-stream-max-segment-size-bytes",
+    }
+)
+
+
+def check_queue_equivalence(
+    name: str,
+    vhost: str,
+    existing: QueueDecl,
+    requested: QueueDecl,
+    method: tuple[int, int] = QUEUE_DECLARE,
+) -> None:
+    """406 "inequivalent arg ..." when a redeclaration's durable, auto_delete or a known
+    x-argument differs. Exclusivity is `check_redeclare_owner`'s job (405), checked first."""
+    existing = existing.as_stored()
+    requested = requested.as_stored()
+    resource = describe("queue", name, vhost)
+    check_field_equivalence("durable", resource, existing.durable, requested.durable, method)
+    check_field_equivalence(
+        "auto_delete", resource, existing.auto_delete, requested.auto_delete, method
+    )
+    check_arguments_equivalence(
+        CLASSIC_QUEUE_ARGUMENTS,
+        resource,
+        existing.arguments,
+        existing.argument_types,
+        requested.arguments,
+        requested.argument_types,
+        method,
+    )
+
+
+_MAX_EXPIRY_MS = 315_360_000_000  # ten years, RabbitMQ's bound on TTLs and expiries
+MAX_SUPPORTED_PRIORITY = 255
+OVERFLOW_MODES = ("drop-head", "reject-publish", "reject-publish-dlx")
+QUEUE_MODES = ("default", "lazy")
+QUEUE_VERSIONS = (1, 2)
+QUEUE_LEADER_LOCATORS = ("client-local", "balanced", "random", "least-leaders")
+KNOWN_QUEUE_TYPES = ("classic", "quorum", "stream")
+SUPPORTED_QUEUE_TYPES = ("classic",)
+
+# A validator returns None when the value is acceptable, else the error term RabbitMQ prints.
+_Validator = Callable[[Any, str, Mapping[str, Any]], Any]
+
+
+def _integer(value: Any, type_name: str) -> Any:
+    if type_name not in _INTEGER_TYPES:
+        return CharList.of(f"expected integer, got {type_name}")
+    return None
+
+
+def _non_negative(value: Any, type_name: str, arguments: Mapping[str, Any]) -> Any:
+    error = _integer(value, type_name)
+    if error is None and value < 0:
+        return (Atom("value_negative"), value)
+    return error
+
+
+def _expiry(value: int) -> Any:
+    if value < 0:
+        return (Atom("value_negative"), value)
+    if value > _MAX_EXPIRY_MS:
+        return (Atom("value_too_large"), value)
+    return None
+
+
+def _message_ttl(value: Any, type_name: str, arguments: Mapping[str, Any]) -> Any:
+    return _integer(value, type_name) or _expiry(value)
+
+
+def _expires(value: Any, type_name: str, arguments: Mapping[str, Any]) -> Any:
+    error = _integer(value, type_name)
+    if error is not None:
+        return error
+    if value == 0:
+        return (Atom("value_zero"), value)
+    return _expiry(value)
+
+
+def _max_priority(value: Any, type_name: str, arguments: Mapping[str, Any]) -> Any:
+    error = _non_negative(value, type_name, arguments)
+    if error is None and value > MAX_SUPPORTED_PRIORITY:
+        return (Atom("max_value_exceeded"), value)
+    return error
+
+
+def _unacceptable(type_name: str) -> Any:
+    return (Atom("unacceptable_type"), Atom(type_name))
+
+
+def _boolean(value: Any, type_name: str, arguments: Mapping[str, Any]) -> Any:
+    return None if type_name == "bool" else _unacceptable(type_name)
+
+
+def _dead_letter_exchange(value: Any, type_name: str, arguments: Mapping[str, Any]) -> Any:
+    return None if type_name == "longstr" else _unacceptable(type_name)
+
+
+def _dead_letter_routing_key(value: Any, type_name: str, arguments: Mapping[str, Any]) -> Any:
+    if type_name != "longstr":
+        return _unacceptable(type_name)
+    if "x-dead-letter-exchange" not in arguments:
+        return Atom("routing_key_but_no_dlx_defined")
+    return None
+
+
+def _one_of(choices: tuple[str, ...], invalid: Callable[[Any], Any]) -> _Validator:
+    def check(value: Any, type_name: str, arguments: Mapping[str, Any]) -> Any:
+        if type_name != "longstr":
+            return _unacceptable(type_name)
+        return None if value in choices else invalid(value)
+
+    return check
+
+
+def _unsupported(what: str) -> Callable[[Any], Any]:
+    def error(value: Any) -> Any:
+        raw = _to_bytes(value) if isinstance(value, (str, bytes)) else str(value).encode()
+        return CharList(f"unsupported {what} '".encode() + raw + b"'")
+
+    return error
+
+
+def _queue_version(value: Any, type_name: str, arguments: Mapping[str, Any]) -> Any:
+    error = _non_negative(value, type_name, arguments)
+    if error is None and value not in QUEUE_VERSIONS:
+        return CharList.of(f"unsupported queue version '{value}'")
+    return error
+
+
+_queue_type = _one_of(KNOWN_QUEUE_TYPES, _unsupported("queue type"))
+
+# RabbitMQ's declare-time validators for a classic queue, in the order it runs them.
+_CLASSIC_VALIDATORS: tuple[tuple[str, _Validator], ...] = (
+    ("x-expires", _expires),
+    ("x-message-ttl", _message_ttl),
+    ("x-dead-letter-exchange", _dead_letter_exchange),
+    ("x-dead-letter-routing-key", _dead_letter_routing_key),
+    ("x-max-length", _non_negative),
+    ("x-max-length-bytes", _non_negative),
+    ("x-max-priority", _max_priority),
+    ("x-overflow", _one_of(OVERFLOW_MODES, lambda value: Atom("invalid_overflow"))),
+    ("x-queue-mode", _one_of(QUEUE_MODES, _unsupported("queue mode"))),
+    ("x-queue-version", _queue_version),
+    ("x-single-active-consumer", _boolean),
+    ("x-queue-type", _queue_type),
+    (
+        "x-queue-leader-locator",
+        _one_of(QUEUE_LEADER_LOCATORS, lambda value: Atom("invalid_queue_locator_arg")),
+    ),
+)
+
+
+def _invalid_arg(key: str, resource: str, error: Any, method: tuple[int, int]) -> AMQPError:
+    return AMQPError(
+        ReplyCode.PRECONDITION_FAILED,
+        f"invalid arg '{key}' for {resource}: {erlang_term(error)}",
+        method,
+    )
+
+
+def validate_queue_arguments(
+    name: str,
+    arguments: Mapping[str, Any],
+    argument_types: Mapping[str, str] | None = None,
+    vhost: str = DEFAULT_VHOST,
+    method: tuple[int, int] = QUEUE_DECLARE,
+) -> None:
+    """406 for the first x-argument RabbitMQ would refuse when creating a classic queue.
+
+    Unknown arguments are accepted. Arguments of other queue types are refused, and so is an
+    x-queue-type other than classic, which Leveret does not implement.
+    """
+    if not arguments:
+        return
+    types = argument_types or _EMPTY
+    resource = describe("queue", name, vhost)
+    _check_name_argument("x-dead-letter-exchange", resource, arguments, types, method)
+    if "x-queue-type" in arguments:
+        value = arguments["x-queue-type"]
+        type_name = field_type_name(value, types.get("x-queue-type"))
+        error = _queue_type(value, type_name, arguments)
+        if error is None and value not in SUPPORTED_QUEUE_TYPES:
+            error = _unsupported("queue type")(value)
+        if error is not None:
+            raise _invalid_arg("x-queue-type", resource, error, method)
+    for key, validator in _CLASSIC_VALIDATORS:
+        if key in arguments:
+            value = arguments[key]
+            error = validator(value, field_type_name(value, types.get(key)), arguments)
+            if error is not None:
+                raise _invalid_arg(key, resource, error, method)
+    for key in arguments:
+        if key in OTHER_QUEUE_TYPE_ARGUMENTS:
+            raise AMQPError(
+                ReplyCode.PRECONDITION_FAILED,
+                f"invalid arg '{key}' for {resource} of queue type rabbit_classic_queue",
+                method,
+            )
+
+
+def check_queue_declare(
+    name: str,
+    requested: QueueDecl,
+    *,
+    passive: bool,
+    existing: QueueDecl | None,
+    owner: object | None = None,
+    connection: object | None = None,
+    server_named: bool = False,
+    vhost: str = DEFAULT_VHOST,
+    method: tuple[int, int] = QUEUE_DECLARE,
+) -> bool:
+    """Check a queue.declare as RabbitMQ orders its checks; True when it must be created.
+
+    `name` is the name to use: for an empty one the caller generates a server name first and
+    sets `server_named`, which skips the reserved-prefix check (applied to any other "amq."
+    name on a non-passive declare, existing or not). `owner` is the existing queue's exclusive
+    owner and `connection` the declaring one, compared by identity.
+    """
+    if passive:
+        if existing is None:
+            raise not_found("queue", name, vhost, method)
+        check_exclusive_access(name, owner, connection, vhost, method)
+        return False
+    if not server_named:
+        check_name_not_reserved("queue", name, method)
+    if existing is not None:
+        check_redeclare_owner(
+            name,
+            existing,
+            requested,
+            owner=owner,
+            connection=connection,
+            vhost=vhost,
+            method=method,
+        )
+        check_queue_equivalence(name, vhost, existing, requested, method)
+        return False
+    validate_queue_arguments(name, requested.arguments, requested.argument_types, vhost, method)
+    return True
