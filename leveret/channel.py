@@ -240,6 +240,9 @@ class Channel:
             return False
         return self.session.writable
 
+    def write_blocked(self) -> bool:
+        return not self.session.writable
+
     def _unacked_by_consumers(self) -> int:
         return len(self.unacked)
 
@@ -425,6 +428,8 @@ class Channel:
         for queue in queues:
             if not queue.deleted:
                 queue.publish(message)
+                if queue.flow_blocked:
+                    self.session.throttle(queue)
 
     def _return(self, message: Message, code: int, text: str) -> None:
         payload = m.BasicReturn(code, text, message.exchange, message.routing_key).encode()

@@ -69,17 +69,20 @@ class Session:
         self.frame_max = DEFAULT_FRAME_MAX
         self.blocked = False
         self.exclusive_queues: set[str] = set()
+        self._throttled_by: set[ClassicQueue] = set()
         self.closed = False
 
     # --- IO entry points ----------------------------------------------------------------------
 
-    def data_received(self, data: bytes) -> None:
+    def data_received(self, data: bytes, max_frames: int = 0) -> None:
         channels = self.channels
-        for event in self.conn.receive_data(data):
+        published = False
+        for event in self.conn.receive_data(data, max_frames):
             if self.closed:
                 break
             kind = type(event)
             if kind is ContentReceived:
+                published = True
                 channel = channels.get(event.channel)  # type: ignore[union-attr]
                 if channel is not None:
                     self._run(channel, channel.handle_publish, event)
@@ -97,10 +100,17 @@ class Session:
         for channel in channels.values():
             if channel.confirming:
                 channel.flush_confirms()
+        if published and self.blocked:
+            # As RabbitMQ: a blocked connection is read no further once it publishes; one that
+            # only consumes keeps acknowledging, which is what frees the memory.
+            self.transport.set_reading(False)
 
     def connection_lost(self) -> None:
         """The socket is gone: release channels and exclusive queues."""
         self.closed = True
+        for queue in self._throttled_by:
+            queue.throttled.discard(self)
+        self._throttled_by.clear()
         self._teardown_channels()
         if self.vhost is not None:
             for name in list(self.exclusive_queues):
@@ -133,7 +143,21 @@ class Session:
                 method,
             )
 
-    # --- alarms -------------------------------------------------------------------------------
+    # --- flow control and alarms --------------------------------------------------------------
+
+    def throttle(self, queue: ClassicQueue) -> None:
+        """Stop reading from this publisher until the queue's consumers catch up."""
+        if queue in self._throttled_by:
+            return
+        self._throttled_by.add(queue)
+        queue.throttled.add(self)
+        self.transport.set_reading(False)
+
+    def release_throttle(self, queue: ClassicQueue) -> None:
+        self._throttled_by.discard(queue)
+        if not self._throttled_by and not self.blocked and not self.closed:
+            self.transport.set_reading(True)
+
 
     def set_blocked(self, reason: str | None) -> None:
         """Resource alarm on (reason) or off (None): tell the client and stop reading from it."""
@@ -145,7 +169,8 @@ class Session:
         if self.client_capability("connection.blocked"):
             method: m.Method = m.ConnectionBlocked(reason) if reason is not None else m.ConnectionUnblocked()
             self.write(method_frame(0, method))
-        self.transport.set_reading(not blocked)
+        if not blocked and not self._throttled_by:
+            self.transport.set_reading(True)
 
     # --- events -------------------------------------------------------------------------------
 

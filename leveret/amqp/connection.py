@@ -103,6 +103,7 @@ class ConnectionState(Enum):
 
 
 S = ConnectionState
+_CLOSED = S.CLOSED  # module constants: enum attribute lookups are slow on the per-frame path
 
 # Methods a client may send on channel 0, by state, and the state each one leads to.
 CHANNEL_ZERO_TRANSITIONS: dict[tuple[ConnectionState, type[Method]], ConnectionState] = {
@@ -171,65 +172,102 @@ class ServerConnection:
         self.heartbeat = 0
         self.channels: dict[int, ChannelState] = {}
         self.max_content_size = max_content_size
-        self._buffer = bytearray()
+        self._buffer = b""  # bytes carried over to the next read, from _offset on
+        self._offset = 0
         self._assemblies: dict[int, _Assembly] = {}
         self._lost_sync = False
 
     # --- input ----------------------------------------------------------------------------
 
-    def receive_data(self, data: bytes) -> list[Event]:
-        if self._lost_sync or self.state is S.CLOSED:
+    def receive_data(self, data: bytes, max_frames: int = 0) -> list[Event]:
+        """Parse bytes into events. With max_frames, stop after that many frames and keep the
+        rest for the next call (`has_buffered_frames` tells whether any complete frame waits)."""
+        if self._lost_sync or self.state is _CLOSED:
             return []
-        buffer = self._buffer
-        buffer += data
+        offset = self._offset
+        if self._buffer:
+            if data:
+                data = self._buffer[offset:] + data
+                offset = 0
+            else:
+                data = self._buffer
+            self._buffer = b""
+            self._offset = 0
         events: list[Event] = []
         if self.state is S.AWAITING_HEADER:
-            if len(buffer) < 8:
-                if not PROTOCOL_HEADER.startswith(bytes(buffer[:8])):
+            if len(data) < 8:
+                if not PROTOCOL_HEADER.startswith(data):
                     return self._bad_header(events)
+                self._buffer = data
                 return events
-            if bytes(buffer[:8]) != PROTOCOL_HEADER:
+            if data[:8] != PROTOCOL_HEADER:
                 return self._bad_header(events)
-            del buffer[:8]
+            data = data[8:]
             self.state = S.AWAITING_START_OK
             events.append(ProtocolHeaderReceived())
-        offset = 0
-        size = len(buffer)
+        size = len(data)
         limit = self.frame_max
-        while size - offset >= 7:
-            kind, channel, length = _UNPACK_HEAD(buffer, offset)
+        assemblies = self._assemblies
+        budget = max_frames or -1
+        while size - offset >= 7 and budget:
+            budget -= 1
+            kind, channel, length = _UNPACK_HEAD(data, offset)
             # RabbitMQ tolerates clients that overshoot frame_max by the frame overhead.
             if length > limit:
-                self._fail(events, _frame_error(kind, b"", f"{{frame_too_large,{length},{limit - FRAME_OVERHEAD}}}"), True)
+                error = f"{{frame_too_large,{length},{limit - FRAME_OVERHEAD}}}"
+                self._fail(events, _frame_error(kind, b"", error), True)
                 break
             end = offset + 7 + length
             if end >= size:
                 break
-            if buffer[end] != FRAME_END:
-                payload = bytes(buffer[offset + 7 : end])
-                self._fail(events, _frame_error(kind, payload, f"{{invalid_frame_end_marker,{buffer[end]}}}"), True)
+            payload = data[offset + 7 : end]
+            if data[end] != FRAME_END:
+                self._fail(events, _frame_error(kind, payload, f"{{invalid_frame_end_marker,{data[end]}}}"), True)
                 break
-            payload = bytes(buffer[offset + 7 : end])
             offset = end + 1
-            self._handle_frame(kind, channel, payload, events)
-            if self._lost_sync or self.state is S.CLOSED:
-                break
-            limit = self.frame_max
-        if offset:
-            del buffer[:offset]
+            # Hot path: the header and body frames of a publish being assembled.
+            if (kind == FRAME_BODY or kind == FRAME_HEADER) and channel in assemblies:
+                self._continue_content(kind, channel, payload, assemblies[channel], events)
+            else:
+                self._handle_frame(kind, channel, payload, events)
+                if self._lost_sync or self.state is _CLOSED:
+                    break
+                limit = self.frame_max
         if self._lost_sync:
-            buffer.clear()
+            return events
+        if offset < size:
+            if budget == 0:
+                # Stopped by the budget: keep the buffer and an offset, as slicing it on every
+                # turn would copy it again.
+                self._buffer, self._offset = data, offset
+            else:
+                self._buffer = data[offset:]  # at most one partial frame
         return events
+
+    @property
+    def has_buffered_frames(self) -> bool:
+        """Whether a complete frame is waiting in the buffer (after a bounded receive_data)."""
+        buffer, offset = self._buffer, self._offset
+        if len(buffer) - offset < 7:
+            return False
+        length = _UNPACK_I(buffer, offset + 3)[0]
+        return len(buffer) - offset >= length + 8 or length > self.frame_max
+
+    @property
+    def buffered_bytes(self) -> int:
+        return len(self._buffer) - self._offset
 
     def _bad_header(self, events: list[Event]) -> list[Event]:
         self._lost_sync = True
         self.state = S.CLOSED
-        self._buffer.clear()
+        self._buffer = b""
+        self._offset = 0
         events.append(BadProtocolHeader())
         return events
 
     def _fail(self, events: list[Event], error: AMQPError, lost_sync: bool) -> None:
         events.append(ConnectionFailed(error, lost_sync))
+        self._assemblies.clear()
         self._lost_sync = self._lost_sync or lost_sync
         self.state = S.CLOSING
 

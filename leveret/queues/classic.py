@@ -11,6 +11,19 @@ from .consumer import Consumer
 from .entry import QueueEntry
 
 
+# Flow control: when this many ready messages wait behind consumers whose sockets are full, the
+# queue's publishers stop being read until the backlog is down to FLOW_LOW (RabbitMQ's credit
+# flow plays this part there). Queues without consumers are never throttled.
+FLOW_HIGH = 1000
+FLOW_LOW = 250
+
+
+class Throttled(Protocol):
+    """A publisher a queue can pause and release."""
+
+    def release_throttle(self, queue: ClassicQueue) -> None: ...
+
+
 class QueueDecorator(Protocol):
     """Told when a queue's consumers change (federation uses it to pull only on demand)."""
 
@@ -51,6 +64,8 @@ class ClassicQueue:
         self._groups: list[tuple[int, deque[Consumer]]] = []
         self._consumers: list[Consumer] = []  # registration order (single active consumer)
         self._dispatching = False
+        self.flow_blocked = False
+        self.throttled: set[Throttled] = set()
 
     # --- counts -----------------------------------------------------------------------------
 
@@ -79,6 +94,10 @@ class ClassicQueue:
                 self._deliver(consumer, entry)
                 return
         self._ready.append(entry)
+        backlog = len(self._ready)
+        # Checked on every 64th message only: the check walks the consumers.
+        if backlog > FLOW_HIGH and not backlog & 63 and self._consumers and not self.flow_blocked:
+            self.flow_blocked = any(c.sink.write_blocked() for c in self._consumers)
 
     # --- consuming --------------------------------------------------------------------------
 
@@ -106,6 +125,8 @@ class ClassicQueue:
                     del self._groups[index]
                 break
         self._notify_decorators()
+        if not self._consumers:
+            self._release_publishers()
         if not self._consumers and self.auto_delete and self.on_unused is not None:
             self.on_unused(self)
             return
@@ -161,6 +182,14 @@ class ClassicQueue:
                 self._deliver(consumer, entry)
         finally:
             self._dispatching = False
+        if self.flow_blocked and self.message_count <= FLOW_LOW:
+            self._release_publishers()
+
+    def _release_publishers(self) -> None:
+        self.flow_blocked = False
+        throttled, self.throttled = self.throttled, set()
+        for publisher in throttled:
+            publisher.release_throttle(self)
 
     # --- basic.get, acks, requeues ------------------------------------------------------------
 
@@ -188,6 +217,8 @@ class ClassicQueue:
         count = self.message_count
         self._ready.clear()
         self._returned.clear()
+        if self.flow_blocked:
+            self._release_publishers()
         return count
 
     def delete(self) -> int:
@@ -199,6 +230,7 @@ class ClassicQueue:
             consumer.sink.consumer_cancelled_by_node(consumer)
         self._ready.clear()
         self._returned.clear()
+        self._release_publishers()
         return count
 
     def _notify_decorators(self) -> None:

@@ -19,6 +19,9 @@ log = logging.getLogger(__name__)
 CLOSE_GRACE_SECONDS = 1.0
 HIGH_WATER = 1 << 20
 LOW_WATER = 1 << 18
+# Frames handled per event-loop turn for one connection. A publisher's 256 KiB read holds
+# thousands of frames; handling them in slices lets consumers' acks and deliveries interleave.
+FRAMES_PER_TURN = 300
 
 
 class AMQPProtocol(asyncio.Protocol):
@@ -36,7 +39,9 @@ class AMQPProtocol(asyncio.Protocol):
         self._heartbeat_interval = 0
         self._last_received = time.monotonic()
         self._last_sent = time.monotonic()
-        self._reading = True
+        self._reading = True  # what the session wants (flow control, alarms)
+        self._turn_pending = False  # buffered frames wait for the next turn
+        self._transport_reading = True
         self._handshake_timer: asyncio.TimerHandle | None = None
 
     # --- asyncio.Protocol -----------------------------------------------------------------
@@ -53,7 +58,35 @@ class AMQPProtocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self._last_received = time.monotonic()
         if self.session is not None and not self._closing:
-            self.session.data_received(data)
+            self.session.data_received(data, FRAMES_PER_TURN)
+            self._after_turn()
+
+    def _after_turn(self) -> None:
+        session = self.session
+        pending = session is not None and not self._closing and session.conn.has_buffered_frames
+        if pending and not self._turn_pending:
+            self._turn_pending = True
+            self.loop.call_soon(self._next_turn)
+        self._update_reading()
+
+    def _next_turn(self) -> None:
+        self._turn_pending = False
+        if self.session is None or self._closing:
+            return
+        if self._reading:
+            self.session.data_received(b"", FRAMES_PER_TURN)
+        self._after_turn()
+
+    def _update_reading(self) -> None:
+        """The socket is read while the session allows it and no frames wait their turn."""
+        want = self._reading and not self._turn_pending and not self._closing
+        if self.transport is None or want == self._transport_reading:
+            return
+        self._transport_reading = want
+        if want:
+            self.transport.resume_reading()
+        else:
+            self.transport.pause_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
@@ -113,13 +146,13 @@ class AMQPProtocol(asyncio.Protocol):
             self._heartbeat = self.loop.call_later(seconds / 2, self._heartbeat_tick)
 
     def set_reading(self, reading: bool) -> None:
-        if self.transport is None or reading == self._reading or self._closing:
+        if reading == self._reading:
             return
         self._reading = reading
-        if reading:
-            self.transport.resume_reading()
-        else:
-            self.transport.pause_reading()
+        if reading and not self._turn_pending and self.session is not None and self.session.conn.has_buffered_frames:
+            self._turn_pending = True
+            self.loop.call_soon(self._next_turn)
+        self._update_reading()
 
     # --- timers ---------------------------------------------------------------------------
 
@@ -127,7 +160,7 @@ class AMQPProtocol(asyncio.Protocol):
         interval = self._heartbeat_interval
         now = time.monotonic()
         # Two missed intervals from a peer that is not blocked by us means it is gone.
-        if self._reading and now - self._last_received > 2 * interval:
+        if self._transport_reading and now - self._last_received > 2 * interval:
             log.warning("missed heartbeats from client, timeout: %ss", interval)
             self._closing = True
             if self.transport is not None:

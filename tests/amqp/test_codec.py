@@ -102,7 +102,7 @@ def test_random_bytes_after_handshake_never_crash(data) -> None:
     for event in events:
         assert isinstance(event, (MethodReceived, ContentReceived, ConnectionFailed)) or event is not None
     # memory stays bounded: the parser never holds more than one frame's worth plus a header
-    assert len(conn._buffer) <= conn.frame_max + 8
+    assert conn.buffered_bytes <= conn.frame_max + 8
 
 
 @settings(max_examples=300)
