@@ -1,0 +1,388 @@
+"""Start a real RabbitMQ node as a subprocess on its own ports, directories and epmd, for tests and benchmarks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import pika
+import pika.exceptions
+import pytest
+
+# Debian installs the real start script here; /usr/sbin/rabbitmq-server is a wrapper that
+# switches to the rabbitmq user and its fixed directories, which would defeat isolation.
+_DEBIAN_SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
+_DEBIAN_WRAPPER_NAME = "rabbitmq-script-wrapper"
+_LOG_TAIL_LINES = 40
+_POLL_INTERVAL = 0.2
+_START_ATTEMPTS = 3
+
+
+class RabbitMQStartError(RuntimeError):
+    """RabbitMQ did not become ready; the message carries the tail of its logs."""
+
+
+def find_rabbitmq() -> str | None:
+    """Return the path of a usable rabbitmq-server start script, or None when none is installed."""
+    override = os.environ.get("LEVERET_RABBITMQ_SERVER")
+    if override:
+        return override if os.access(override, os.X_OK) else None
+    if os.access(_DEBIAN_SERVER, os.X_OK):
+        return str(_DEBIAN_SERVER)
+    found = shutil.which("rabbitmq-server")
+    if found is None:
+        return None
+    if Path(found).resolve().name == _DEBIAN_WRAPPER_NAME:
+        real = Path(found).resolve().parent / "rabbitmq-server"
+        return str(real) if os.access(real, os.X_OK) else None
+    return found
+
+
+def _find_epmd() -> str | None:
+    return shutil.which("epmd")
+
+
+def _reserve_ports(count: int) -> list[int]:
+    """Ask the kernel for `count` distinct free loopback ports (held together so they differ)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return f"({path} is missing)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _terminate(process: subprocess.Popen[bytes], timeout: float) -> None:
+    """Stop a process we started (and its process group, which it leads) by PID."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    # The start script leads its own session; anything left in that group (the VM when the
+    # script was killed before forwarding SIGTERM) is ours.
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if process.poll() is None:
+        process.wait(timeout=timeout)
+
+
+def _wait_process_group_gone(pgid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(_POLL_INTERVAL)
+    return False
+
+
+@dataclass
+class RabbitNode:
+    """A running RabbitMQ node owned by this process; `stop()` ends it and removes its files."""
+
+    amqp_port: int
+    mgmt_port: int | None
+    dist_port: int
+    epmd_port: int
+    node_name: str
+    base_dir: Path
+    process: subprocess.Popen[bytes]
+    epmd_process: subprocess.Popen[bytes] | None
+    keep_files: bool = False
+    _stopped: bool = field(default=False, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.amqp_port}/"
+
+    @property
+    def mgmt_url(self) -> str | None:
+        if self.mgmt_port is None:
+            return None
+        return f"http://guest:guest@127.0.0.1:{self.mgmt_port}"
+
+    @property
+    def pid(self) -> int:
+        """PID of the start script, which leads the process group the Erlang VM runs in."""
+        return self.process.pid
+
+    @property
+    def log_file(self) -> Path:
+        return self.base_dir / "log" / "rabbit.log"
+
+    def log_tail(self, lines: int = _LOG_TAIL_LINES) -> str:
+        return _describe_logs(self.base_dir, lines)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Shut RabbitMQ down cleanly (SIGTERM to the script, which stops the VM), then its epmd."""
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            _terminate(self.process, timeout)
+            _wait_process_group_gone(self.process.pid, timeout)
+        finally:
+            if self.epmd_process is not None:
+                _terminate(self.epmd_process, timeout)
+            if not self.keep_files:
+                shutil.rmtree(self.base_dir, ignore_errors=True)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _describe_logs(base_dir: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    return (
+        f"--- {base_dir / 'log' / 'rabbit.log'} (tail) ---\n{_tail(base_dir / 'log' / 'rabbit.log', lines)}\n"
+        f"--- {base_dir / 'log' / 'stdout.log'} (tail) ---\n{_tail(base_dir / 'log' / 'stdout.log', lines)}"
+    )
+
+
+def _write_node_files(
+    base: Path, amqp_port: int, mgmt_port: int | None, management: bool,
+    extra_config: Sequence[str],
+) -> None:
+    for sub in ("home", "log", "mnesia", "plugins-expand"):
+        (base / sub).mkdir()
+    cookie = base / "home" / ".erlang.cookie"
+    cookie.write_text(uuid.uuid4().hex.upper())
+    cookie.chmod(0o400)
+    (base / "rabbitmq-env.conf").write_text("")
+    config = [
+        f"listeners.tcp.1 = 127.0.0.1:{amqp_port}",
+        "loopback_users.guest = true",
+        # Shared CI machines often have little free disk; the alarm would block publishers.
+        "disk_free_limit.absolute = 1MB",
+        "log.file.level = info",
+        "log.console = false",
+    ]
+    if management and mgmt_port is not None:
+        config += [f"management.tcp.port = {mgmt_port}", "management.tcp.ip = 127.0.0.1"]
+    config += extra_config
+    (base / "rabbitmq.conf").write_text("\n".join(config) + "\n")
+    plugins = "[rabbitmq_management]." if management else "[]."
+    (base / "enabled_plugins").write_text(plugins + "\n")
+
+
+def _node_env(
+    base: Path, node_name: str, amqp_port: int, dist_port: int, epmd_port: int,
+    scheduler_one: bool, extra_env: Mapping[str, str],
+) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RABBITMQ_")}
+    env.update({
+        "HOME": str(base / "home"),
+        "ERL_EPMD_PORT": str(epmd_port),
+        "RABBITMQ_BASE": str(base),
+        "RABBITMQ_CONF_ENV_FILE": str(base / "rabbitmq-env.conf"),
+        "RABBITMQ_CONFIG_FILE": str(base / "rabbitmq.conf"),
+        "RABBITMQ_ADVANCED_CONFIG_FILE": str(base / "advanced.config"),
+        "RABBITMQ_ENABLED_PLUGINS_FILE": str(base / "enabled_plugins"),
+        "RABBITMQ_PLUGINS_EXPAND_DIR": str(base / "plugins-expand"),
+        "RABBITMQ_MNESIA_BASE": str(base / "mnesia"),
+        "RABBITMQ_LOG_BASE": str(base / "log"),
+        "RABBITMQ_LOGS": str(base / "log" / "rabbit.log"),
+        "RABBITMQ_PID_FILE": str(base / "rabbit.pid"),
+        "RABBITMQ_NODENAME": node_name,
+        "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+        "RABBITMQ_NODE_PORT": str(amqp_port),
+        "RABBITMQ_DIST_PORT": str(dist_port),
+    })
+    if scheduler_one:
+        # One scheduler thread (and one online), so "one core" means one core of Erlang work.
+        extra_args = env.get("RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS", "")
+        env["RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS"] = f"+S 1:1 {extra_args}".strip()
+    env.update(extra_env)
+    return env
+
+
+def _amqp_ready(port: int) -> bool:
+    params = pika.ConnectionParameters(
+        host="127.0.0.1", port=port, credentials=pika.PlainCredentials("guest", "guest"),
+        connection_attempts=1, socket_timeout=2.0, blocked_connection_timeout=2.0,
+    )
+    try:
+        connection = pika.BlockingConnection(params)
+    except (pika.exceptions.AMQPError, OSError):
+        return False
+    connection.close()
+    return True
+
+
+def _wait_epmd_listening(process: subprocess.Popen[bytes], port: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1.0):
+                return True
+        except OSError:
+            time.sleep(_POLL_INTERVAL / 4)
+    return False
+
+
+def _wait_node_ready(node: RabbitNode, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if node.process.poll() is not None:
+            raise RabbitMQStartError(
+                f"RabbitMQ exited with status {node.process.returncode} before accepting "
+                f"AMQP connections on port {node.amqp_port}\n{node.log_tail()}"
+            )
+        if _amqp_ready(node.amqp_port):
+            return
+        time.sleep(_POLL_INTERVAL)
+    raise RabbitMQStartError(
+        f"RabbitMQ did not accept AMQP connections on port {node.amqp_port} "
+        f"within {timeout:.0f} s\n{node.log_tail()}"
+    )
+
+
+def _start_once(
+    server: str, management: bool, extra_env: Mapping[str, str], extra_config: Sequence[str],
+    cpu: int | None, scheduler_one: bool, timeout: float, keep_files: bool,
+) -> RabbitNode:
+    amqp_port, mgmt_port, dist_port, epmd_port = _reserve_ports(4)
+    base = Path(tempfile.mkdtemp(prefix="leveret-rabbitmq-"))
+    node_name = f"leveret-rmq-{os.getpid()}-{uuid.uuid4().hex[:8]}@localhost"
+    _write_node_files(base, amqp_port, mgmt_port if management else None, management, extra_config)
+    env = _node_env(base, node_name, amqp_port, dist_port, epmd_port, scheduler_one, extra_env)
+    pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
+
+    epmd_process = None
+    epmd = _find_epmd()
+    if epmd is not None:
+        # Our own epmd on our own port: the node never registers with (or starts) a shared one.
+        epmd_process = subprocess.Popen(
+            [*pin, epmd, "-port", str(epmd_port)], env=env, start_new_session=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        if not _wait_epmd_listening(epmd_process, epmd_port, timeout=10.0):
+            _terminate(epmd_process, 5.0)
+            shutil.rmtree(base, ignore_errors=True)
+            raise RabbitMQStartError(f"epmd did not listen on port {epmd_port}")
+
+    with open(base / "log" / "stdout.log", "wb") as output:
+        process = subprocess.Popen(
+            [*pin, server], env=env, cwd=base, start_new_session=True,
+            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+        )
+    node = RabbitNode(
+        amqp_port=amqp_port, mgmt_port=mgmt_port if management else None, dist_port=dist_port,
+        epmd_port=epmd_port, node_name=node_name, base_dir=base, process=process,
+        epmd_process=epmd_process, keep_files=keep_files,
+    )
+    try:
+        _wait_node_ready(node, timeout)
+        if management and node.mgmt_port is not None:
+            _wait_http_ready(node, node.mgmt_port, deadline=time.monotonic() + timeout)
+    except BaseException:
+        node.stop()  # the error already carries the log tail it needs
+        raise
+    return node
+
+
+def _wait_http_ready(node: RabbitNode, port: int, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if node.process.poll() is not None:
+            raise RabbitMQStartError(
+                f"RabbitMQ exited while the management listener started\n{node.log_tail()}"
+            )
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1.0):
+                return
+        except OSError:
+            time.sleep(_POLL_INTERVAL)
+    raise RabbitMQStartError(
+        f"the management listener did not open port {port}\n{node.log_tail()}"
+    )
+
+
+def start_rabbitmq(
+    *,
+    management: bool = False,
+    extra_env: Mapping[str, str] | None = None,
+    extra_config: Sequence[str] = (),
+    cpu: int | None = None,
+    scheduler_one: bool = False,
+    timeout: float = 90.0,
+    keep_files: bool = False,
+) -> RabbitNode:
+    """Start a RabbitMQ node on fresh loopback ports and return it once it accepts AMQP.
+
+    `extra_config` lines are appended to the node's rabbitmq.conf; `cpu` pins the node (and
+    its epmd) to that core with taskset; `scheduler_one` adds `+S 1:1` to the VM's arguments. Raises RabbitMQStartError, carrying the log tail, on failure.
+    """
+    server = find_rabbitmq()
+    if server is None:
+        raise RabbitMQStartError("rabbitmq-server is not installed")
+    last_error: RabbitMQStartError | None = None
+    for _ in range(_START_ATTEMPTS):
+        try:
+            return _start_once(
+                server, management, extra_env or {}, extra_config, cpu, scheduler_one, timeout,
+                keep_files,
+            )
+        except RabbitMQStartError as error:
+            last_error = error
+            # Only a port taken between reservation and bind is worth another try.
+            if "eaddrinuse" not in str(error).lower():
+                raise
+    assert last_error is not None
+    raise last_error
+
+
+def rabbitmq_missing_action(ci: bool) -> str:
+    """What the fixture does when RabbitMQ is not installed: "fail" under CI, else "skip"."""
+    return "fail" if ci else "skip"
+
+
+def _running_under_ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
+
+
+@pytest.fixture(scope="session")
+def rabbitmq() -> Iterator[RabbitNode]:
+    """A RabbitMQ node shared by the test session (skipped when not installed, failing under CI)."""
+    if find_rabbitmq() is None:
+        reason = "Debian's rabbitmq-server is not installed"
+        if rabbitmq_missing_action(_running_under_ci()) == "fail":
+            pytest.fail(f"{reason} (required when CI=true)")
+        pytest.skip(reason)
+    with start_rabbitmq() as node:
+        yield node
