@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from .auth import User, check_password, hash_password
 from .config import Config
+from .direct_reply import DirectReplyRegistry
 from .vhost import VirtualHost
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ class Broker:
         self.permissions: dict[tuple[str, str], Permission] = {}  # (user, vhost)
         self.sessions: set[Session] = set()
         self.alarms: set[str] = set()
+        self.direct_reply = DirectReplyRegistry()
         self.add_vhost(config.default_vhost)
         self.add_user(config.default_user, config.default_pass, ["administrator"])
         self.set_permissions(config.default_user, config.default_vhost, Permission())

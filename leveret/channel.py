@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .amqp import methods as m
 from .amqp.errors import AMQPError, ReplyCode, access_refused, not_found, precondition_failed
-from .amqp.frames import content_frames, deliver_frames, get_ok_frames, method_frame
+from .amqp.frames import content_frames, deliver_frames, get_ok_frames, method_frame, shortstr
+from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, with_reply_address
 from .message import Message, check_properties
 from .names import consumer_tag as new_consumer_tag
 from .queues.classic import ClassicQueue
@@ -41,6 +42,7 @@ class Channel:
         self._tx_publishes: list[tuple[Message, list[ClassicQueue], bool]] = []
         self._tx_acks: list[tuple[str, int, bool, bool]] = []
         self.closed = False
+        self.reply_consumer: tuple[str, str] | None = None  # (consumer tag, reply suffix)
         self._handlers: dict[type[m.Method], Callable[[Any], None]] = {
             m.ChannelFlow: self._channel_flow,
             m.ExchangeDeclare: self._exchange_declare,
@@ -137,6 +139,10 @@ class Channel:
         return queue
 
     def _queue_declare(self, method: m.QueueDeclare) -> None:
+        if method.passive and method.queue == REPLY_QUEUE:
+            if not method.no_wait:
+                self.reply(m.QueueDeclareOk(REPLY_QUEUE, 0, 0))
+            return
         queue = self.vhost.declare_queue(
             method.queue,
             passive=method.passive,
@@ -199,8 +205,11 @@ class Channel:
 
     def _basic_consume(self, method: m.BasicConsume) -> None:
         tag = method.consumer_tag or new_consumer_tag()
-        if tag in self.consumers:
+        if tag in self.consumers or (self.reply_consumer is not None and self.reply_consumer[0] == tag):
             raise AMQPError(ReplyCode.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'", method.ids)
+        if method.queue == REPLY_QUEUE:
+            self._consume_replies(tag, method)
+            return
         queue = self._owned_queue(method.queue, method)
         if queue.has_exclusive_consumer() or (method.exclusive and queue.consumer_count):
             raise access_refused(f"queue '{queue.name}' in vhost '{self.vhost.name}' in exclusive use", method.ids)
@@ -226,7 +235,41 @@ class Channel:
             self.reply(m.BasicConsumeOk(tag))
         queue.add_consumer(consumer)
 
+    def _consume_replies(self, tag: str, method: m.BasicConsume) -> None:
+        if not method.no_ack:
+            raise precondition_failed("reply consumer cannot acknowledge", method.ids)
+        if self.reply_consumer is not None:
+            raise precondition_failed("reply consumer already set", method.ids)
+        self.reply_consumer = (tag, self.session.broker.direct_reply.register(self))
+        if not method.no_wait:
+            self.reply(m.BasicConsumeOk(tag))
+
+    def _stop_replies(self) -> None:
+        if self.reply_consumer is not None:
+            self.session.broker.direct_reply.unregister(self.reply_consumer[1])
+            self.reply_consumer = None
+
+    def deliver_reply(self, message: Message) -> None:
+        """A reply published to this channel's direct reply-to address (always no-ack)."""
+        assert self.reply_consumer is not None
+        tag = self._next_delivery_tag
+        self._next_delivery_tag = tag + 1
+        self.session.write(
+            deliver_frames(
+                self.number,
+                shortstr(self.reply_consumer[0]),
+                tag,
+                False,
+                message.exchange_and_key,
+                message.header,
+                message.body,
+                self.session.frame_max,
+            )
+        )
+
     def _basic_cancel(self, method: m.BasicCancel) -> None:
+        if self.reply_consumer is not None and self.reply_consumer[0] == method.consumer_tag:
+            self._stop_replies()
         consumer = self.consumers.pop(method.consumer_tag, None)
         if not method.no_wait:
             self.reply(m.BasicCancelOk(method.consumer_tag))
@@ -412,6 +455,12 @@ class Channel:
                     f"user_id property set to '{user_id}' but authenticated user was '{self.session.username}'",
                     method.ids,
                 )
+            if message.properties.reply_to == REPLY_QUEUE:
+                suffix = self.reply_consumer[1] if self.reply_consumer is not None else None
+                message = with_reply_address(message, suffix, method.ids)
+        if not method.exchange and method.routing_key.startswith(REPLY_PREFIX):
+            self._publish_reply(message, method.mandatory)
+            return
         queues = self.vhost.route(method.exchange, method.routing_key, message, method.ids)
         if self.confirming:
             self._publish_seq += 1
@@ -419,6 +468,15 @@ class Channel:
             self._tx_publishes.append((message, queues, method.mandatory))
             return
         self._deliver_published(message, queues, method.mandatory)
+
+    def _publish_reply(self, message: Message, mandatory: bool) -> None:
+        if self.confirming:
+            self._publish_seq += 1
+        requester = self.session.broker.direct_reply.channel_for(message.routing_key)
+        if requester is not None and not requester.closed:
+            requester.deliver_reply(message)
+        elif mandatory:
+            self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
 
     def _deliver_published(self, message: Message, queues: list[ClassicQueue], mandatory: bool) -> None:
         if not queues:
@@ -494,6 +552,7 @@ class Channel:
         if self.closed:
             return
         self.closed = True
+        self._stop_replies()
         consumers, self.consumers = self.consumers, {}
         for consumer in consumers.values():
             consumer.queue.remove_consumer(consumer)

@@ -42,6 +42,7 @@ class AMQPProtocol(asyncio.Protocol):
         self._reading = True  # what the session wants (flow control, alarms)
         self._turn_pending = False  # buffered frames wait for the next turn
         self._transport_reading = True
+        self._write_blocked = False
         self._handshake_timer: asyncio.TimerHandle | None = None
 
     # --- asyncio.Protocol -----------------------------------------------------------------
@@ -79,7 +80,7 @@ class AMQPProtocol(asyncio.Protocol):
 
     def _update_reading(self) -> None:
         """The socket is read while the session allows it and no frames wait their turn."""
-        want = self._reading and not self._turn_pending and not self._closing
+        want = self._reading and not self._turn_pending and not self._write_blocked and not self._closing
         if self.transport is None or want == self._transport_reading:
             return
         self._transport_reading = want
@@ -95,10 +96,16 @@ class AMQPProtocol(asyncio.Protocol):
             self.session.connection_lost()
 
     def pause_writing(self) -> None:
+        # A peer that does not read what we send is not read from either: its replies and
+        # confirms would otherwise pile up here without bound.
+        self._write_blocked = True
+        self._update_reading()
         if self.session is not None:
             self.session.set_writable(False)
 
     def resume_writing(self) -> None:
+        self._write_blocked = False
+        self._update_reading()
         if self.session is not None:
             self.session.set_writable(True)
 
