@@ -12,12 +12,13 @@ from tests.support.node import InProcessNode
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Slow variants run only with LEVERET_SLOW=1; otherwise they are deselected, not skipped."""
     if os.environ.get("LEVERET_SLOW") == "1":
         return
-    skip_slow = pytest.mark.skip(reason="slow test: set LEVERET_SLOW=1 to run it")
-    for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip_slow)
+    slow = [item for item in items if "slow" in item.keywords]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if "slow" not in item.keywords]
 
 
 @pytest.fixture

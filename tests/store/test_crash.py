@@ -102,6 +102,6 @@ def test_sigkill_during_group_commit_loses_nothing_confirmed(tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not SLOW, reason="long crash loop; run with LEVERET_SLOW=1")
+@pytest.mark.slow
 def test_sigkill_loop_fifty_rounds(tmp_path: Path) -> None:
     _crash_rounds(tmp_path, 50, seed=2)

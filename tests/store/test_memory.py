@@ -47,7 +47,7 @@ def test_recovering_100k_messages_keeps_rss_bounded(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not SLOW, reason="writes and recovers 1,000,000 messages; LEVERET_SLOW=1")
+@pytest.mark.slow
 def test_recovering_a_million_messages_keeps_rss_bounded(tmp_path: Path) -> None:
     growth, data_bytes = _recover_and_measure(tmp_path, 1_000_000, 16 * 1024 * 1024)
     assert data_bytes > 120_000_000
