@@ -66,6 +66,11 @@ class ClassicQueue:
         self._dispatching = False
         self.flow_blocked = False
         self.throttled: set[Throttled] = set()
+        # Totals since the queue was created, for management rates and metrics.
+        self.published_total = 0
+        self.delivered_total = 0
+        self.acked_total = 0
+        self.redelivered_total = 0
 
     # --- counts -----------------------------------------------------------------------------
 
@@ -85,6 +90,7 @@ class ClassicQueue:
     # --- publishing -------------------------------------------------------------------------
 
     def publish(self, message: Message) -> None:
+        self.published_total += 1
         seq = self._next_seq
         self._next_seq = seq + 1
         entry = QueueEntry(seq, message)
@@ -162,6 +168,7 @@ class ClassicQueue:
         return None
 
     def _deliver(self, consumer: Consumer, entry: QueueEntry) -> None:
+        self.delivered_total += 1
         if not consumer.no_ack:
             self.unacked += 1
             consumer.in_flight += 1
@@ -195,17 +202,21 @@ class ClassicQueue:
 
     def get(self, no_ack: bool) -> QueueEntry | None:
         entry = self._pop()
-        if entry is not None and not no_ack:
-            self.unacked += 1
+        if entry is not None:
+            self.delivered_total += 1
+            if not no_ack:
+                self.unacked += 1
         return entry
 
     def settle(self, count: int = 1) -> None:
         """Delivered messages acknowledged (or rejected without requeue)."""
         self.unacked -= count
+        self.acked_total += count
 
     def requeue(self, entries: list[QueueEntry]) -> None:
         """Unacknowledged messages back to their original position, marked redelivered."""
         returned = self._returned
+        self.redelivered_total += len(entries)
         for entry in entries:
             entry.redelivered = True
             heapq.heappush(returned, entry)
