@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 
 from .auth import User, check_password, hash_password
 from .config import Config
+from .definitions_log import DefinitionsLog, Record, decode_arguments
 from .direct_reply import DirectReplyRegistry
-from .vhost import VirtualHost
+from .persistence import MessageStores
+from .vhost import VirtualHost, binding_record, exchange_record, queue_record
 
 if TYPE_CHECKING:
     from .session import Session
@@ -26,32 +28,144 @@ class Permission:
 
 
 class Broker:
-    def __init__(self, config: Config) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        definitions: DefinitionsLog | None = None,
+        stores: MessageStores | None = None,
+    ) -> None:
         self.config = config
+        self.definitions = definitions
+        self.stores = stores
         self.vhosts: dict[str, VirtualHost] = {}
         self.users: dict[str, User] = {}
         self.permissions: dict[tuple[str, str], Permission] = {}  # (user, vhost)
         self.sessions: set[Session] = set()
         self.alarms: set[str] = set()
         self.direct_reply = DirectReplyRegistry()
+        if definitions is None:
+            self._add_defaults()
+
+    def _add_defaults(self) -> None:
+        config = self.config
         self.add_vhost(config.default_vhost)
         self.add_user(config.default_user, config.default_pass, ["administrator"])
         self.set_permissions(config.default_user, config.default_vhost, Permission())
+
+    # --- recovery -----------------------------------------------------------------------------
+
+    def recover(self) -> None:
+        """Rebuild durable definitions and queues from disk (a new node gets the defaults)."""
+        assert self.definitions is not None
+        records = self.definitions.load()
+        journal, self.definitions = self.definitions, None  # replaying must not journal again
+        try:
+            if not records:
+                self._add_defaults()
+            for record in records:
+                self._apply(record)
+            if self.stores is not None:
+                for vhost in self.vhosts.values():
+                    self.stores.forget_unknown_queues(vhost.name, {q.name for q in vhost.queues.values() if q.store})
+                self.stores.finish_recovery()
+        finally:
+            self.definitions = journal
+        for vhost in self.vhosts.values():
+            vhost.definitions = journal
+        journal.compact(self.durable_records())
+        log.info(
+            "recovered %d vhost(s), %d durable queue(s) with %d message(s)",
+            len(self.vhosts),
+            sum(len(v.queues) for v in self.vhosts.values()),
+            sum(q.message_count for v in self.vhosts.values() for q in v.queues.values()),
+        )
+
+    def _apply(self, record: Record) -> None:
+        kind = record["kind"]
+        if kind == "vhost":
+            self.add_vhost(record["name"])
+        elif kind == "user":
+            self.users[record["name"]] = User(record["name"], record["password_hash"], list(record["tags"]))
+        elif kind == "permission":
+            self.permissions[(record["user"], record["vhost"])] = Permission(
+                record["configure"], record["write"], record["read"]
+            )
+        else:
+            vhost = self.vhosts.get(record["vhost"])
+            if vhost is None:
+                return
+            if kind == "exchange":
+                vhost.restore_exchange(record)
+            elif kind == "queue":
+                vhost.add_queue(
+                    record["name"],
+                    durable=True,
+                    exclusive_owner=None,
+                    auto_delete=record["auto_delete"],
+                    arguments=decode_arguments(record["arguments"]),
+                    argument_types=dict(record["argument_types"]),
+                )
+            elif kind == "binding":
+                vhost.restore_binding(record)
+
+    def durable_records(self) -> list[Record]:
+        """Everything that must survive a restart, in an order that can be replayed."""
+        records: list[Record] = []
+        records += [{"kind": "vhost", "name": name} for name in self.vhosts]
+        records += [
+            {"kind": "user", "name": u.name, "password_hash": u.password_hash, "tags": u.tags}
+            for u in self.users.values()
+        ]
+        records += [
+            {"kind": "permission", "user": user, "vhost": vhost, "configure": p.configure,
+             "write": p.write, "read": p.read}
+            for (user, vhost), p in self.permissions.items()
+        ]
+        for vhost in self.vhosts.values():
+            records += [
+                exchange_record(vhost.name, e)
+                for e in vhost.exchanges.values()
+                if e.durable and not e.name.startswith("amq.") and e.name
+            ]
+            records += [
+                queue_record(vhost.name, q)
+                for q in vhost.queues.values()
+                if q.durable and q.exclusive_owner is None
+            ]
+            for exchange in vhost.exchanges.values():
+                records += [
+                    binding_record(vhost.name, b, b.argument_table())
+                    for b in exchange.bindings()
+                    if vhost._is_durable(b)
+                ]
+        return records
 
     # --- definitions --------------------------------------------------------------------------
 
     def add_vhost(self, name: str) -> VirtualHost:
         vhost = self.vhosts.get(name)
         if vhost is None:
-            vhost = self.vhosts[name] = VirtualHost(name)
+            vhost = self.vhosts[name] = VirtualHost(name, definitions=self.definitions, stores=self.stores)
+            if self.definitions is not None:
+                self.definitions.put({"kind": "vhost", "name": name})
         return vhost
 
     def add_user(self, name: str, password: str, tags: list[str] | None = None) -> User:
         user = self.users[name] = User(name, hash_password(password), list(tags or []))
+        if self.definitions is not None:
+            self.definitions.put(
+                {"kind": "user", "name": name, "password_hash": user.password_hash, "tags": user.tags}
+            )
         return user
 
     def set_permissions(self, user: str, vhost: str, permission: Permission) -> None:
         self.permissions[(user, vhost)] = permission
+        if self.definitions is not None:
+            self.definitions.put(
+                {"kind": "permission", "user": user, "vhost": vhost, "configure": permission.configure,
+                 "write": permission.write, "read": permission.read}
+            )
 
     # --- access -------------------------------------------------------------------------------
 

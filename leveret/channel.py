@@ -37,7 +37,10 @@ class Channel:
         self.confirming = False
         self._publish_seq = 0  # last publish sequence number in confirm mode
         self._confirmed_upto = 0  # every sequence number up to this one has been acked
-        self._nacks: list[int] = []
+        # Publishes of this read batch that wait for an fsync before they may be confirmed, and
+        # how many such batches are still waiting (confirms go out in order, as multiple acks).
+        self._batch_needs_sync = False
+        self._syncs_pending = 0
         self.transactional = False
         self._tx_publishes: list[tuple[Message, list[ClassicQueue], bool]] = []
         self._tx_acks: list[tuple[str, int, bool, bool]] = []
@@ -388,8 +391,8 @@ class Channel:
 
     def _settle(self, records: list[Unacked]) -> None:
         touched: list[ClassicQueue] = []
-        for queue, _entry, consumer in records:
-            queue.settle()
+        for queue, entry, consumer in records:
+            queue.settle(entry)
             if consumer is not None:
                 consumer.in_flight -= 1
             if not touched or touched[-1] is not queue:
@@ -483,9 +486,16 @@ class Channel:
             if mandatory:
                 self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
             return
+        stores = self.session.broker.stores
+        if stores is not None and len(queues) > 1 and len(message.body) >= stores.embed_threshold:
+            durable_targets = sum(1 for queue in queues if queue.store is not None)
+            if durable_targets > 1 and message.persistent:
+                # One copy of a large body for every durable queue it goes to.
+                message.stored_body = stores.shared(self.vhost.name).share(message.body)
         for queue in queues:
             if not queue.deleted:
-                queue.publish(message)
+                if queue.publish(message) and (self.confirming or self.transactional):
+                    self._batch_needs_sync = True
                 if queue.flow_blocked:
                     self.session.throttle(queue)
 
@@ -496,13 +506,38 @@ class Channel:
         )
 
     def flush_confirms(self) -> None:
-        """Acknowledge every publish handled so far, in one basic.ack where possible."""
-        upto = self._publish_seq
+        """At the end of a read batch: confirm what may be confirmed, in one basic.ack.
+
+        Publishes that went to disk are confirmed once the group commit has fsynced them; later
+        ones wait behind them, so that every ack can be a `multiple` one."""
+        if self._batch_needs_sync:
+            self._batch_needs_sync = False
+            stores = self.session.broker.stores
+            if stores is not None:
+                self._syncs_pending += 1
+                upto = self._publish_seq
+                stores.committer.call_when_durable(lambda error: self._synced(upto, error))
+        if not self._syncs_pending:
+            self._confirm_upto(self._publish_seq, None)
+
+    def _synced(self, upto: int, error: BaseException | None) -> None:
+        self._syncs_pending -= 1
+        if self.closed:
+            return
+        self._confirm_upto(upto, error)
+        if not self._syncs_pending:
+            self._confirm_upto(self._publish_seq, None)
+
+    def _confirm_upto(self, upto: int, error: BaseException | None) -> None:
         if upto <= self._confirmed_upto:
             return
         multiple = upto - self._confirmed_upto > 1
         self._confirmed_upto = upto
-        self.reply(m.BasicAck(upto, multiple))
+        if error is None:
+            self.reply(m.BasicAck(upto, multiple))
+        else:
+            # The store could not make these durable: the publisher must resend them.
+            self.reply(m.BasicNack(upto, multiple, False))
 
     @property
     def has_pending_confirms(self) -> bool:
@@ -536,6 +571,20 @@ class Channel:
                 self._settle(records)
             else:
                 self._reject(records, requeue)
+        stores = self.session.broker.stores
+        if self._batch_needs_sync and stores is not None:
+            # commit-ok promises the persistent messages are on disk.
+            self._batch_needs_sync = False
+            stores.committer.call_when_durable(self._tx_committed)
+            return
+        self.reply(m.TxCommitOk())
+
+    def _tx_committed(self, error: BaseException | None) -> None:
+        if self.closed:
+            return
+        if error is not None:
+            self.session.fail_channel(self, AMQPError(ReplyCode.INTERNAL_ERROR, "could not write the transaction to disk", (90, 20)))
+            return
         self.reply(m.TxCommitOk())
 
     def _tx_rollback(self, method: m.TxRollback) -> None:

@@ -26,6 +26,8 @@ class Config:
     max_message_size: int = 134217728
     # Memory alarm threshold in bytes of RSS; 0 disables it.
     memory_high_watermark: int = 0
+    # Free disk space below which publishers are blocked (RabbitMQ's disk_free_limit).
+    disk_free_limit: str = "50MB"
     log_level: str = "info"
 
     @classmethod

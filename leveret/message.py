@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .amqp.fields import DecodeError
 from .amqp.frames import shortstr
 from .amqp.properties import BasicProperties, decode_properties
@@ -12,13 +14,16 @@ _DELIVERY_MODE_BIT = 1 << 11  # property flag of delivery_mode (the 5th property
 class Message:
     """One published message; shared by every queue it is routed to."""
 
-    __slots__ = ("exchange", "routing_key", "header", "body", "_properties", "_exchange_and_key")
+    __slots__ = ("exchange", "routing_key", "header", "body", "stored_body", "_properties", "_exchange_and_key")
 
     def __init__(self, exchange: str, routing_key: str, header: bytes, body: bytes) -> None:
         self.exchange = exchange
         self.routing_key = routing_key
         self.header = header  # the content header payload exactly as the publisher sent it
         self.body = body
+        # What queue stores write for the body: the body, or a reference to its one copy in the
+        # vhost's shared store when a large body goes to several durable queues.
+        self.stored_body: Any = body
         self._properties: BasicProperties | None = None
         self._exchange_and_key: bytes | None = None
 

@@ -218,6 +218,11 @@ class Session:
             channel.teardown()
         self.write(self.conn.close_channel(number, error))
 
+    def fail_channel(self, channel: Channel, error: AMQPError) -> None:
+        """An error found outside the handling of a frame (a failed disk write, say)."""
+        if self.channels.get(channel.number) is channel:
+            self._handle_error(channel.number, error)
+
     def _channel_error(self, number: int, error: AMQPError) -> None:
         channel = self.channels.pop(number, None)
         if channel is not None:

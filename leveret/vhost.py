@@ -6,19 +6,29 @@ from typing import Any
 
 from . import declare_rules as rules
 from .amqp.fields import argument_types
+from .definitions_log import DefinitionsLog, decode_arguments, encode_arguments
 from .exchanges import exchange_type
 from .exchanges.base import Binding
 from .exchanges.exchange import Exchange, predeclared_exchanges, unbind_everywhere
 from .message import Message
+from .persistence import MessageStores
 from .queues.classic import ClassicQueue
 from .routing import route
 
 
 class VirtualHost:
-    def __init__(self, name: str) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        definitions: DefinitionsLog | None = None,
+        stores: MessageStores | None = None,
+    ) -> None:
         self.name = name
         self.exchanges: dict[str, Exchange] = predeclared_exchanges()
         self.queues: dict[str, ClassicQueue] = {}
+        self.definitions = definitions
+        self.stores = stores
 
     # --- exchanges ----------------------------------------------------------------------------
 
@@ -53,6 +63,8 @@ class VirtualHost:
             return existing
         exchange = Exchange.from_decl(name, requested)
         self.exchanges[name] = exchange
+        if durable and self.definitions is not None:
+            self.definitions.put(exchange_record(self.name, exchange))
         return exchange
 
     def delete_exchange(self, name: str, *, if_unused: bool, method: tuple[int, int]) -> None:
@@ -79,8 +91,32 @@ class VirtualHost:
             del self.exchanges[current.name]
             for binding in list(current.bindings()):
                 current.remove_binding(binding)
-            _, unused = unbind_everywhere(self.exchanges.values(), "exchange", current.name)
+                self._forget_binding(binding)
+            removed, unused = unbind_everywhere(self.exchanges.values(), "exchange", current.name)
+            for binding in removed:
+                self._forget_binding(binding)
             doomed.extend(unused)
+            if current.durable and self.definitions is not None:
+                self.definitions.delete(exchange_record(self.name, current))
+
+    def restore_exchange(self, record: dict[str, Any]) -> None:
+        """Recreate a durable exchange from its definition at boot."""
+        decl = rules.ExchangeDecl(
+            record["type"], True, record["auto_delete"], record["internal"],
+            decode_arguments(record["arguments"]), dict(record["argument_types"]),
+        )
+        self.exchanges[record["name"]] = Exchange.from_decl(record["name"], decl)
+
+    def restore_binding(self, record: dict[str, Any]) -> None:
+        source = self.exchanges.get(record["source"])
+        if source is None or not self._destination_exists(record["destination_kind"], record["destination"]):
+            return  # an end was deleted after the binding was written
+        source.add_binding(
+            Binding.of(
+                record["source"], record["destination"], record["destination_kind"],
+                record["routing_key"], decode_arguments(record["arguments"]),
+            )
+        )
 
     # --- queues -------------------------------------------------------------------------------
 
@@ -117,19 +153,46 @@ class VirtualHost:
             assert existing is not None
             return existing
         stored = requested.as_stored()
-        queue = ClassicQueue(
+        queue = self.add_queue(
             name,
-            self.name,
             durable=stored.durable,
             exclusive_owner=owner if exclusive else None,
             auto_delete=auto_delete,
             arguments=dict(arguments),
+            argument_types=dict(requested.argument_types),
         )
-        queue.argument_types = dict(requested.argument_types)
-        queue.on_unused = self._auto_delete
-        self.queues[name] = queue
         if exclusive:
             owner.exclusive_queues.add(name)
+        elif queue.durable and self.definitions is not None:
+            self.definitions.put(queue_record(self.name, queue))
+        return queue
+
+    def add_queue(
+        self,
+        name: str,
+        *,
+        durable: bool,
+        exclusive_owner: Any,
+        auto_delete: bool,
+        arguments: dict[str, Any],
+        argument_types: dict[str, str],
+    ) -> ClassicQueue:
+        """Create a queue (a durable one with its store on disk, recovered if it has one)."""
+        store = None
+        if durable and exclusive_owner is None and self.stores is not None:
+            store = self.stores.open_queue(self.name, name)
+        queue = ClassicQueue(
+            name,
+            self.name,
+            durable=durable,
+            exclusive_owner=exclusive_owner,
+            auto_delete=auto_delete,
+            arguments=arguments,
+            store=store,
+        )
+        queue.argument_types = argument_types
+        queue.on_unused = self._auto_delete
+        self.queues[name] = queue
         return queue
 
     def get_queue(self, name: str, method: tuple[int, int]) -> ClassicQueue:
@@ -145,9 +208,13 @@ class VirtualHost:
         owner = queue.exclusive_owner
         if owner is not None:
             owner.exclusive_queues.discard(name)
-        _, unused = unbind_everywhere(self.exchanges.values(), "queue", name)
+        removed, unused = unbind_everywhere(self.exchanges.values(), "queue", name)
+        for binding in removed:
+            self._forget_binding(binding)
         for exchange in unused:
             self._remove_exchange(exchange)
+        if queue.durable and owner is None and self.definitions is not None:
+            self.definitions.delete(queue_record(self.name, queue))
         return queue.delete()
 
     def _auto_delete(self, queue: ClassicQueue) -> None:
@@ -180,7 +247,8 @@ class VirtualHost:
         exchange = self.exchanges[source]
         binding = Binding.of(source, destination, kind, routing_key, arguments)  # type: ignore[arg-type]
         exchange.validate_binding(binding, method)
-        exchange.add_binding(binding)
+        if exchange.add_binding(binding) and self._is_durable(binding) and self.definitions is not None:
+            self.definitions.put(binding_record(self.name, binding, arguments))
 
     def unbind(
         self,
@@ -196,8 +264,26 @@ class VirtualHost:
         if exchange is None:
             return
         binding = Binding.of(source, destination, kind, routing_key, arguments)  # type: ignore[arg-type]
-        if exchange.remove_binding(binding) and exchange.auto_delete and not exchange.has_bindings():
+        if not exchange.remove_binding(binding):
+            return
+        self._forget_binding(binding)
+        if exchange.auto_delete and not exchange.has_bindings():
             self._remove_exchange(exchange)
+
+    def _is_durable(self, binding: Binding) -> bool:
+        """RabbitMQ keeps a binding across restarts when both of its ends are durable."""
+        source = self.exchanges.get(binding.source)
+        if source is None or not source.durable:
+            return False
+        if binding.destination_kind == "queue":
+            queue = self.queues.get(binding.destination)
+            return queue is not None and queue.durable and queue.exclusive_owner is None
+        destination = self.exchanges.get(binding.destination)
+        return destination is not None and destination.durable
+
+    def _forget_binding(self, binding: Binding) -> None:
+        if self.definitions is not None and self._is_durable(binding):
+            self.definitions.delete(binding_record(self.name, binding, binding.argument_table()))
 
     # --- routing ------------------------------------------------------------------------------
 
@@ -228,3 +314,39 @@ def _decl_of(queue: ClassicQueue) -> rules.QueueDecl:
         queue.arguments,
         queue.argument_types,
     )
+
+
+def exchange_record(vhost: str, exchange: Exchange) -> dict[str, Any]:
+    return {
+        "kind": "exchange",
+        "vhost": vhost,
+        "name": exchange.name,
+        "type": exchange.type,
+        "auto_delete": exchange.auto_delete,
+        "internal": exchange.internal,
+        "arguments": encode_arguments(dict(exchange.arguments)),
+        "argument_types": dict(exchange.argument_types or {}),
+    }
+
+
+def queue_record(vhost: str, queue: ClassicQueue) -> dict[str, Any]:
+    return {
+        "kind": "queue",
+        "vhost": vhost,
+        "name": queue.name,
+        "auto_delete": queue.auto_delete,
+        "arguments": encode_arguments(queue.arguments),
+        "argument_types": queue.argument_types,
+    }
+
+
+def binding_record(vhost: str, binding: Binding, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kind": "binding",
+        "vhost": vhost,
+        "source": binding.source,
+        "destination": binding.destination,
+        "destination_kind": binding.destination_kind,
+        "routing_key": binding.routing_key,
+        "arguments": encode_arguments(dict(arguments)),
+    }

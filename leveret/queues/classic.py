@@ -1,4 +1,5 @@
-"""The classic queue: FIFO with requeue to the original position, consumer priorities, round-robin."""
+"""The classic queue: FIFO with requeue to the original position, consumer priorities, round-robin,
+and for durable queues a store on disk with a bounded window of bodies in memory."""
 
 from __future__ import annotations
 
@@ -7,8 +8,14 @@ from collections import deque
 from typing import Any, Callable, Protocol
 
 from ..message import Message
+from ..store import QueueStore
+from ..store.record import Location
 from .consumer import Consumer
 from .entry import QueueEntry
+
+# Bodies a queue keeps in memory at most (RabbitMQ's classic queues keep 2048); the rest wait on
+# disk and are read back in batches of half a window ahead of consumers.
+DEFAULT_WINDOW = 2048
 
 
 # Flow control: when this many ready messages wait behind consumers whose sockets are full, the
@@ -42,6 +49,8 @@ class ClassicQueue:
         exclusive_owner: object | None = None,
         auto_delete: bool = False,
         arguments: dict[str, Any] | None = None,
+        store: QueueStore | None = None,
+        window: int = DEFAULT_WINDOW,
     ) -> None:
         self.name = name
         self.vhost = vhost
@@ -59,7 +68,13 @@ class ClassicQueue:
         self.on_unused: Callable[[ClassicQueue], None] | None = None
         self._ready: deque[QueueEntry] = deque()
         self._returned: list[QueueEntry] = []  # requeued entries, a heap by sequence number
-        self._next_seq = 0
+        self.store = store
+        self.window = window
+        # Messages that are only on disk: they follow every message held in memory.
+        self._disk_count = store.message_count if store is not None else 0
+        # The last stored message held in memory: paging reads what follows it.
+        self._cursor: Location | None = None
+        self._next_seq = store.next_seq if store is not None else 1
         # Consumer groups by priority, highest first; each deque rotates for round-robin.
         self._groups: list[tuple[int, deque[Consumer]]] = []
         self._consumers: list[Consumer] = []  # registration order (single active consumer)
@@ -77,6 +92,10 @@ class ClassicQueue:
     @property
     def message_count(self) -> int:
         """Ready messages: what queue.declare-ok and basic.get-ok report."""
+        return len(self._ready) + len(self._returned) + self._disk_count
+
+    @property
+    def in_memory_count(self) -> int:
         return len(self._ready) + len(self._returned)
 
     @property
@@ -89,21 +108,60 @@ class ClassicQueue:
 
     # --- publishing -------------------------------------------------------------------------
 
-    def publish(self, message: Message) -> None:
+    def publish(self, message: Message) -> bool:
+        """Enqueue a message; True when it went to disk and a confirm must wait for the fsync."""
         self.published_total += 1
         seq = self._next_seq
         self._next_seq = seq + 1
+        store = self.store
+        persistent = store is not None and message.persistent
+        if store is not None and (self._disk_count or len(self._ready) >= self.window):
+            # Past the window: the message lives on disk only until consumers get near it.
+            store.append(
+                seq, message.exchange, message.routing_key, message.header, message.stored_body,
+                persistent=persistent,
+            )
+            self._disk_count += 1
+            return persistent
         entry = QueueEntry(seq, message)
         if not self._ready and not self._returned and self._consumers:
             consumer = self._pick_consumer()
             if consumer is not None:
+                if persistent and not consumer.no_ack:
+                    self._store_in_memory_entry(entry)
                 self._deliver(consumer, entry)
-                return
+                return persistent and not consumer.no_ack
+        if persistent:
+            self._store_in_memory_entry(entry)
         self._ready.append(entry)
         backlog = len(self._ready)
         # Checked on every 64th message only: the check walks the consumers.
         if backlog > FLOW_HIGH and not backlog & 63 and self._consumers and not self.flow_blocked:
             self.flow_blocked = any(c.sink.write_blocked() for c in self._consumers)
+        return persistent
+
+    def _store_in_memory_entry(self, entry: QueueEntry) -> None:
+        message = entry.message
+        assert self.store is not None
+        self._cursor = self.store.append(
+            entry.seq, message.exchange, message.routing_key, message.header, message.stored_body
+        )
+        entry.stored = True
+
+    def _page_in(self) -> None:
+        """Read the next half window of messages from disk."""
+        assert self.store is not None
+        batch = self.store.read_messages(self._cursor, max(1, self.window // 2))
+        ready = self._ready
+        for stored in batch.messages:
+            message = Message(stored.exchange, stored.routing_key, stored.header_payload, stored.body)
+            entry = QueueEntry(stored.seq, message, stored.redelivered)
+            entry.stored = True
+            ready.append(entry)
+        read = len(batch.messages) + len(batch.dropped)
+        # Nothing more on disk although we counted some: trust the store rather than spin.
+        self._disk_count = max(0, self._disk_count - read) if read else 0
+        self._cursor = batch.cursor
 
     # --- consuming --------------------------------------------------------------------------
 
@@ -161,17 +219,26 @@ class ClassicQueue:
     def _pop(self) -> QueueEntry | None:
         returned = self._returned
         ready = self._ready
+        # Requeued entries always precede what is still on disk, so disk is read only when
+        # nothing in memory is left to deliver.
         if returned and (not ready or returned[0].seq < ready[0].seq):
             return heapq.heappop(returned)
+        if not ready and self._disk_count:
+            self._page_in()
         if ready:
             return ready.popleft()
         return None
 
     def _deliver(self, consumer: Consumer, entry: QueueEntry) -> None:
         self.delivered_total += 1
-        if not consumer.no_ack:
+        if consumer.no_ack:
+            if entry.stored:
+                self.store.ack(entry.seq)  # type: ignore[union-attr]
+        else:
             self.unacked += 1
             consumer.in_flight += 1
+            if entry.stored:
+                self.store.mark_delivered(entry.seq)  # type: ignore[union-attr]
         consumer.sink.deliver(consumer, self, entry)
 
     def dispatch(self) -> None:
@@ -204,14 +271,21 @@ class ClassicQueue:
         entry = self._pop()
         if entry is not None:
             self.delivered_total += 1
-            if not no_ack:
+            if no_ack:
+                if entry.stored:
+                    self.store.ack(entry.seq)  # type: ignore[union-attr]
+            else:
                 self.unacked += 1
+                if entry.stored:
+                    self.store.mark_delivered(entry.seq)  # type: ignore[union-attr]
         return entry
 
-    def settle(self, count: int = 1) -> None:
-        """Delivered messages acknowledged (or rejected without requeue)."""
-        self.unacked -= count
-        self.acked_total += count
+    def settle(self, entry: QueueEntry) -> None:
+        """A delivered message acknowledged (or rejected without requeue): it is gone."""
+        self.unacked -= 1
+        self.acked_total += 1
+        if entry.stored and self.store is not None:
+            self.store.ack(entry.seq)
 
     def requeue(self, entries: list[QueueEntry]) -> None:
         """Unacknowledged messages back to their original position, marked redelivered."""
@@ -226,6 +300,20 @@ class ClassicQueue:
 
     def purge(self) -> int:
         count = self.message_count
+        store = self.store
+        if store is not None:
+            if self.unacked == 0:
+                store.purge()
+                self._cursor = None
+            else:
+                # Unacknowledged messages stay in the store: remove the ready ones one by one.
+                while self._ready or self._returned or self._disk_count:
+                    entry = self._pop()
+                    if entry is None:
+                        break
+                    if entry.stored:
+                        store.ack(entry.seq)
+            self._disk_count = 0
         self._ready.clear()
         self._returned.clear()
         if self.flow_blocked:
@@ -241,6 +329,10 @@ class ClassicQueue:
             consumer.sink.consumer_cancelled_by_node(consumer)
         self._ready.clear()
         self._returned.clear()
+        self._disk_count = 0
+        if self.store is not None:
+            self.store.delete()
+            self.store = None
         self._release_publishers()
         return count
 

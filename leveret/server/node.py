@@ -11,6 +11,9 @@ from pathlib import Path
 
 from ..broker import Broker
 from ..config import Config
+from ..definitions_log import DefinitionsLog
+from ..persistence import MessageStores
+from ..store import DiskMonitor
 from .memory_monitor import MemoryMonitor
 from .placeholder_listener import start_placeholder
 from .protocol import AMQPProtocol
@@ -21,15 +24,19 @@ log = logging.getLogger(__name__)
 class Node:
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.broker = Broker(config)
+        config.data_path.mkdir(parents=True, exist_ok=True)
+        self.definitions = DefinitionsLog(config.data_path)
+        self.stores = MessageStores(config.data_path)
+        self.broker = Broker(config, definitions=self.definitions, stores=self.stores)
         self.ports: dict[str, int] = {}
         self._servers: list[asyncio.AbstractServer] = []
         self._monitor: MemoryMonitor | None = None
-        self._stopped = asyncio.Event()
+        self._disk_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         config = self.config
-        config.data_path.mkdir(parents=True, exist_ok=True)
+        self.broker.recover()
+        self._disk_task = asyncio.get_running_loop().create_task(self._watch_disk())
         loop = asyncio.get_running_loop()
         amqp = await loop.create_server(
             lambda: AMQPProtocol(self.broker), config.bind, config.amqp_port, reuse_address=True, backlog=1024
@@ -52,13 +59,30 @@ class Node:
     async def stop(self) -> None:
         if self._monitor is not None:
             self._monitor.stop()
+        if self._disk_task is not None:
+            self._disk_task.cancel()
         for server in self._servers:
             server.close()
         for session in list(self.broker.sessions):
             session.close_for_shutdown()
         for server in self._servers:
             await server.wait_closed()
-        self._stopped.set()
+        queue_stores = [
+            queue.store
+            for vhost in self.broker.vhosts.values()
+            for queue in vhost.queues.values()
+            if queue.store is not None
+        ]
+        await self.stores.close(queue_stores)
+        self.definitions.close()
+
+    async def _watch_disk(self) -> None:
+        """RabbitMQ's disk alarm: below the free-space limit, publishers are blocked."""
+        monitor = DiskMonitor(str(self.config.data_path), self.config.disk_free_limit)
+        while True:
+            status = monitor.poll()
+            self.broker.set_alarm("disk", status.alarm)
+            await asyncio.sleep(status.next_poll_interval())
 
     async def run_until_signalled(self) -> None:
         await self.start()
