@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Callable
 
 from .amqp import methods as m
@@ -10,7 +11,7 @@ from .amqp.frames import content_frames, deliver_frames, get_ok_frames, method_f
 from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, with_reply_address
 from .message import Message, check_properties
 from .names import consumer_tag as new_consumer_tag
-from .queues.classic import ClassicQueue
+from .queues.classic import REJECTED, STORED, ClassicQueue
 from .queues.consumer import Consumer
 from .queues.entry import QueueEntry
 
@@ -41,6 +42,7 @@ class Channel:
         # how many such batches are still waiting (confirms go out in order, as multiple acks).
         self._batch_needs_sync = False
         self._syncs_pending = 0
+        self._rejected: set[int] = set()  # publish sequence numbers to nack
         self.transactional = False
         self._tx_publishes: list[tuple[Message, list[ClassicQueue], bool]] = []
         self._tx_acks: list[tuple[str, int, bool, bool]] = []
@@ -403,7 +405,14 @@ class Channel:
         if requeue:
             self._requeue(records)
             return
-        self._settle(records)
+        touched: list[ClassicQueue] = []
+        for queue, entry, consumer in records:
+            queue.reject(entry)
+            if consumer is not None:
+                consumer.in_flight -= 1
+            if not touched or touched[-1] is not queue:
+                touched.append(queue)
+        self._after_settle(touched)
 
     def _requeue(self, records: list[Unacked]) -> None:
         by_queue: dict[ClassicQueue, list[QueueEntry]] = {}
@@ -458,6 +467,9 @@ class Channel:
                     f"user_id property set to '{user_id}' but authenticated user was '{self.session.username}'",
                     method.ids,
                 )
+            expiration = message.properties.expiration
+            if expiration is not None:
+                _check_expiration(expiration, method.ids)
             if message.properties.reply_to == REPLY_QUEUE:
                 suffix = self.reply_consumer[1] if self.reply_consumer is not None else None
                 message = with_reply_address(message, suffix, method.ids)
@@ -492,12 +504,19 @@ class Channel:
             if durable_targets > 1 and message.persistent:
                 # One copy of a large body for every durable queue it goes to.
                 message.stored_body = stores.shared(self.vhost.name).share(message.body)
+        outcome = 0
         for queue in queues:
             if not queue.deleted:
-                if queue.publish(message) and (self.confirming or self.transactional):
-                    self._batch_needs_sync = True
+                outcome |= queue.publish(message)
                 if queue.flow_blocked:
                     self.session.throttle(queue)
+        if outcome and (self.confirming or self.transactional):
+            if outcome & STORED:
+                self._batch_needs_sync = True
+            if outcome & REJECTED and self.confirming:
+                # A queue at its length limit refused it: the publisher gets a nack, although
+                # the other queues it was routed to keep their copy (as RabbitMQ).
+                self._rejected.add(self._publish_seq)
 
     def _return(self, message: Message, code: int, text: str) -> None:
         payload = m.BasicReturn(code, text, message.exchange, message.routing_key).encode()
@@ -529,6 +548,18 @@ class Channel:
             self._confirm_upto(self._publish_seq, None)
 
     def _confirm_upto(self, upto: int, error: BaseException | None) -> None:
+        if upto <= self._confirmed_upto:
+            return
+        if self._rejected:
+            # Nack each refused publish alone; ack the runs between them as multiple acks.
+            for seq in sorted(r for r in self._rejected if r <= upto):
+                self._rejected.discard(seq)
+                self._confirm_run(seq - 1, error)
+                self.reply(m.BasicNack(seq, False, False))
+                self._confirmed_upto = seq
+        self._confirm_run(upto, error)
+
+    def _confirm_run(self, upto: int, error: BaseException | None) -> None:
         if upto <= self._confirmed_upto:
             return
         multiple = upto - self._confirmed_upto > 1
@@ -609,3 +640,27 @@ class Channel:
         self.unacked.clear()
         if records:
             self._requeue(records)
+
+
+_MAX_EXPIRATION_MS = 315_360_000_000  # ten years, RabbitMQ's bound on TTLs
+
+
+def _check_expiration(expiration: str, method: tuple[int, int]) -> None:
+    """RabbitMQ refuses a publish whose expiration property is not a non-negative integer."""
+    match = _LEADING_INTEGER.match(expiration)
+    if match is None:
+        reason = "no_integer"
+    elif match.group(2):
+        reason = f'{{leftover_string,"{match.group(2)}"}}'
+    else:
+        value = int(match.group(1))
+        if value < 0:
+            reason = f"{{value_negative,{value}}}"
+        elif value > _MAX_EXPIRATION_MS:
+            reason = f"{{value_too_large,{value}}}"
+        else:
+            return
+    raise precondition_failed(f"invalid expiration '{expiration}': {reason}", method)
+
+
+_LEADING_INTEGER = re.compile(r"([+-]?[0-9]+)(.*)", re.DOTALL)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from . import declare_rules as rules
@@ -10,6 +11,7 @@ from .definitions_log import DefinitionsLog, decode_arguments, encode_arguments
 from .exchanges import exchange_type
 from .exchanges.base import Binding
 from .exchanges.exchange import Exchange, predeclared_exchanges, unbind_everywhere
+from .dead_letter import dead_lettered, is_cycle
 from .message import Message
 from .persistence import MessageStores
 from .queues.classic import ClassicQueue
@@ -151,6 +153,7 @@ class VirtualHost:
         )
         if not create:
             assert existing is not None
+            existing.touch()  # a redeclare, passive or not, renews an x-expires lease
             return existing
         stored = requested.as_stored()
         queue = self.add_queue(
@@ -189,9 +192,11 @@ class VirtualHost:
             auto_delete=auto_delete,
             arguments=arguments,
             store=store,
+            timers=_running_loop(),
         )
         queue.argument_types = argument_types
         queue.on_unused = self._auto_delete
+        queue.dead_letterer = self._dead_letter
         self.queues[name] = queue
         return queue
 
@@ -220,6 +225,24 @@ class VirtualHost:
     def _auto_delete(self, queue: ClassicQueue) -> None:
         if self.queues.get(queue.name) is queue:
             self.delete_queue(queue.name)
+
+    def _dead_letter(self, queue: ClassicQueue, message: Message, reason: str) -> None:
+        """Republish a message that died in `queue` to the queue's dead-letter exchange."""
+        settings = queue.settings
+        exchange_name = settings.dead_letter_exchange
+        if exchange_name is None or exchange_name not in self.exchanges:
+            return  # RabbitMQ drops it when the dead-letter exchange does not exist
+        routing_key = settings.dead_letter_routing_key or message.routing_key
+        copy = dead_lettered(message, queue.name, reason, exchange_name, routing_key)
+        if exchange_name == "":
+            target = self.queues.get(routing_key)
+            targets = [target] if target is not None else []
+        else:
+            headers = copy.properties.headers
+            targets = [self.queues[n] for n in route(self.exchanges, exchange_name, routing_key, headers, self.queues)]
+        for target in targets:
+            if not target.deleted and not is_cycle(copy, target.name):
+                target.publish(copy)
 
     # --- bindings -----------------------------------------------------------------------------
 
@@ -304,6 +327,14 @@ class VirtualHost:
             return [queue] if queue is not None else []
         headers = message.properties.headers if message.has_flags else None
         return [queues[name] for name in route(self.exchanges, exchange_name, routing_key, headers, queues)]
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """Queues set their TTL timers on the node's loop (none when used without one, in tests)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _decl_of(queue: ClassicQueue) -> rules.QueueDecl:

@@ -1,9 +1,11 @@
-"""The classic queue: FIFO with requeue to the original position, consumer priorities, round-robin,
-and for durable queues a store on disk with a bounded window of bodies in memory."""
+"""The classic queue: FIFO (or by priority) with requeue to the original position, consumer
+priorities and round-robin, TTLs, length limits, dead-lettering, and for durable queues a store on
+disk with a bounded window of bodies in memory."""
 
 from __future__ import annotations
 
 import heapq
+import time
 from collections import deque
 from typing import Any, Callable, Protocol
 
@@ -12,17 +14,23 @@ from ..store import QueueStore
 from ..store.record import Location
 from .consumer import Consumer
 from .entry import QueueEntry
+from .ready import FifoReady, PriorityReady
+from .settings import QueueSettings, resolve
 
 # Bodies a queue keeps in memory at most (RabbitMQ's classic queues keep 2048); the rest wait on
 # disk and are read back in batches of half a window ahead of consumers.
 DEFAULT_WINDOW = 2048
-
 
 # Flow control: when this many ready messages wait behind consumers whose sockets are full, the
 # queue's publishers stop being read until the backlog is down to FLOW_LOW (RabbitMQ's credit
 # flow plays this part there). Queues without consumers are never throttled.
 FLOW_HIGH = 1000
 FLOW_LOW = 250
+
+# What publish() reports, as bit flags.
+ENQUEUED = 0
+STORED = 1  # written to disk: a publisher confirm waits for the fsync
+REJECTED = 2  # refused by the length limit: a publisher confirm is a nack
 
 
 class Throttled(Protocol):
@@ -37,8 +45,21 @@ class QueueDecorator(Protocol):
     def consumers_changed(self, queue: ClassicQueue) -> None: ...
 
 
+class Timer(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Timers(Protocol):
+    """The event loop's call_later, so that the queue itself does no IO."""
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> Timer: ...
+
+
+DeadLetterer = Callable[["ClassicQueue", Message, str], None]
+
+
 class ClassicQueue:
-    """Ready messages, consumers, and the dispatch between them. No IO."""
+    """Ready messages, consumers, and the dispatch between them."""
 
     def __init__(
         self,
@@ -51,6 +72,8 @@ class ClassicQueue:
         arguments: dict[str, Any] | None = None,
         store: QueueStore | None = None,
         window: int = DEFAULT_WINDOW,
+        timers: Timers | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
         self.vhost = vhost
@@ -64,14 +87,26 @@ class ClassicQueue:
         self.unacked = 0
         self.had_consumers = False
         self.decorators: list[QueueDecorator] = []
-        # Called when an auto-delete queue loses its last consumer.
+        # Called when an auto-delete queue loses its last consumer, or an x-expires queue expires.
         self.on_unused: Callable[[ClassicQueue], None] | None = None
-        self._ready: deque[QueueEntry] = deque()
-        self._returned: list[QueueEntry] = []  # requeued entries, a heap by sequence number
+        self.dead_letterer: DeadLetterer | None = None
+        self.settings = resolve(self.arguments)
+        self.policy: str | None = None
+        self.operator_policy: str | None = None
+        max_priority = self.arguments.get("x-max-priority")
+        self.max_priority = max_priority if isinstance(max_priority, int) and max_priority > 0 else 0
+        self._ready: FifoReady | PriorityReady = (
+            PriorityReady(self.max_priority) if self.max_priority else FifoReady()
+        )
+        self._returned: list[QueueEntry] = []  # requeued entries, a heap in delivery order
+        self.ready_bytes = 0  # body bytes of ready messages, in memory or on disk
         self.store = store
-        self.window = window
+        # Priority queues keep their messages in memory: paging would break priority order.
+        self.window = window if not self.max_priority else 1 << 62
         # Messages that are only on disk: they follow every message held in memory.
         self._disk_count = store.message_count if store is not None else 0
+        if store is not None:
+            self.ready_bytes = store.recovered_body_bytes
         # The last stored message held in memory: paging reads what follows it.
         self._cursor: Location | None = None
         self._next_seq = store.next_seq if store is not None else 1
@@ -81,11 +116,19 @@ class ClassicQueue:
         self._dispatching = False
         self.flow_blocked = False
         self.throttled: set[Throttled] = set()
+        self._timers = timers
+        self._clock = clock
+        self._ttl_timer: Timer | None = None
+        self._ttl_due = 0.0
+        self._expiry_timer: Timer | None = None
+        self._last_used = clock()
         # Totals since the queue was created, for management rates and metrics.
         self.published_total = 0
         self.delivered_total = 0
         self.acked_total = 0
         self.redelivered_total = 0
+        self.dead_lettered_total = 0
+        self._schedule_queue_expiry()
 
     # --- counts -----------------------------------------------------------------------------
 
@@ -106,11 +149,32 @@ class ClassicQueue:
     def consumers(self) -> list[Consumer]:
         return list(self._consumers)
 
+    # --- settings -----------------------------------------------------------------------------
+
+    def apply_settings(self, settings: QueueSettings) -> None:
+        """New effective settings (a policy changed): enforce them on what is queued now."""
+        self.settings = settings
+        self._enforce_length_limit()
+        self._drop_expired()
+        self._schedule_queue_expiry()
+
+    def touch(self) -> None:
+        """The queue was used (declared, polled, consumed from): restart its x-expires clock."""
+        self._last_used = self._clock()
+        if self.settings.expires is not None and not self._consumers:
+            self._schedule_queue_expiry()
+
     # --- publishing -------------------------------------------------------------------------
 
-    def publish(self, message: Message) -> bool:
-        """Enqueue a message; True when it went to disk and a confirm must wait for the fsync."""
+    def publish(self, message: Message) -> int:
+        """Enqueue a message; returns ENQUEUED, or STORED / REJECTED flags."""
         self.published_total += 1
+        settings = self.settings
+        size = len(message.body)
+        if settings.has_limits and settings.overflow != "drop-head" and self._would_overflow(size):
+            if settings.overflow == "reject-publish-dlx":
+                self._dead_letter(message, "maxlen")
+            return REJECTED
         seq = self._next_seq
         self._next_seq = seq + 1
         store = self.store
@@ -122,23 +186,70 @@ class ClassicQueue:
                 persistent=persistent,
             )
             self._disk_count += 1
-            return persistent
+            self.ready_bytes += size
+            self._enforce_length_limit()
+            return STORED if persistent else ENQUEUED
         entry = QueueEntry(seq, message)
+        if self.max_priority or settings.message_ttl is not None or message.has_flags:
+            self._classify(entry)
         if not self._ready and not self._returned and self._consumers:
             consumer = self._pick_consumer()
             if consumer is not None:
                 if persistent and not consumer.no_ack:
                     self._store_in_memory_entry(entry)
                 self._deliver(consumer, entry)
-                return persistent and not consumer.no_ack
+                return STORED if persistent and not consumer.no_ack else ENQUEUED
         if persistent:
             self._store_in_memory_entry(entry)
-        self._ready.append(entry)
+        self._append_ready(entry)
+        if settings.has_limits:
+            self._enforce_length_limit()
+        if entry.expires_at:
+            self._drop_expired()
         backlog = len(self._ready)
         # Checked on every 64th message only: the check walks the consumers.
         if backlog > FLOW_HIGH and not backlog & 63 and self._consumers and not self.flow_blocked:
             self.flow_blocked = any(c.sink.write_blocked() for c in self._consumers)
-        return persistent
+        return STORED if persistent else ENQUEUED
+
+    def _classify(self, entry: QueueEntry) -> None:
+        """Priority (clamped to the queue's maximum) and expiry time of a new entry."""
+        message = entry.message
+        properties = message.properties if message.has_flags else None
+        if self.max_priority and properties is not None and properties.priority:
+            entry.priority = min(properties.priority, self.max_priority)
+        ttl = self.settings.message_ttl
+        expiration = message_expiration(message) if properties is not None and properties.expiration else None
+        if expiration is not None:
+            ttl = expiration if ttl is None else min(ttl, expiration)
+        if ttl is not None:
+            entry.expires_at = self._clock() + ttl / 1000.0
+
+    def _append_ready(self, entry: QueueEntry) -> None:
+        self._ready.append(entry)
+        self.ready_bytes += len(entry.message.body)
+
+    def _would_overflow(self, size: int) -> bool:
+        settings = self.settings
+        if settings.max_length is not None and self.message_count >= settings.max_length:
+            return True
+        return settings.max_length_bytes is not None and self.ready_bytes + size > settings.max_length_bytes
+
+    def _over_limit(self) -> bool:
+        settings = self.settings
+        if settings.max_length is not None and self.message_count > settings.max_length:
+            return True
+        return settings.max_length_bytes is not None and self.ready_bytes > settings.max_length_bytes
+
+    def _enforce_length_limit(self) -> None:
+        """drop-head: the oldest ready messages go (dead-lettered as maxlen) until within limits."""
+        if not self.settings.has_limits:
+            return
+        while self._over_limit():
+            entry = self._take()
+            if entry is None:
+                break
+            self._discard(entry, "maxlen")
 
     def _store_in_memory_entry(self, entry: QueueEntry) -> None:
         message = entry.message
@@ -157,6 +268,8 @@ class ClassicQueue:
             message = Message(stored.exchange, stored.routing_key, stored.header_payload, stored.body)
             entry = QueueEntry(stored.seq, message, stored.redelivered)
             entry.stored = True
+            if self.settings.message_ttl is not None or message.has_flags:
+                self._classify(entry)  # expiry counts from when the message is read back
             ready.append(entry)
         read = len(batch.messages) + len(batch.dropped)
         # Nothing more on disk although we counted some: trust the store rather than spin.
@@ -168,6 +281,7 @@ class ClassicQueue:
     def add_consumer(self, consumer: Consumer) -> None:
         self._consumers.append(consumer)
         self.had_consumers = True
+        self._cancel_queue_expiry()
         for priority, group in self._groups:
             if priority == consumer.priority:
                 group.append(consumer)
@@ -191,6 +305,7 @@ class ClassicQueue:
         self._notify_decorators()
         if not self._consumers:
             self._release_publishers()
+            self.touch()
         if not self._consumers and self.auto_delete and self.on_unused is not None:
             self.on_unused(self)
             return
@@ -216,18 +331,30 @@ class ClassicQueue:
                     return consumer
         return None
 
-    def _pop(self) -> QueueEntry | None:
+    def _take(self) -> QueueEntry | None:
+        """The next entry in delivery order, expired or not."""
         returned = self._returned
         ready = self._ready
         # Requeued entries always precede what is still on disk, so disk is read only when
         # nothing in memory is left to deliver.
-        if returned and (not ready or returned[0].seq < ready[0].seq):
-            return heapq.heappop(returned)
-        if not ready and self._disk_count:
-            self._page_in()
-        if ready:
-            return ready.popleft()
-        return None
+        if returned and (not ready or returned[0] < ready.head()):
+            entry = heapq.heappop(returned)
+        else:
+            if not ready and self._disk_count:
+                self._page_in()
+            if not ready:
+                return None
+            entry = ready.popleft()
+        self.ready_bytes -= len(entry.message.body)
+        return entry
+
+    def _pop(self) -> QueueEntry | None:
+        """The next entry to deliver; expired ones met at the head are dropped on the way."""
+        while True:
+            entry = self._take()
+            if entry is None or not entry.expires_at or entry.expires_at > self._clock():
+                return entry
+            self._discard(entry, "expired")
 
     def _deliver(self, consumer: Consumer, entry: QueueEntry) -> None:
         self.delivered_total += 1
@@ -247,12 +374,13 @@ class ClassicQueue:
             return  # a delivery can cause an ack that re-enters dispatch; the outer loop continues
         self._dispatching = True
         try:
-            while self._ready or self._returned:
+            while self._ready or self._returned or self._disk_count:
                 consumer = self._pick_consumer()
                 if consumer is None:
                     break
                 entry = self._pop()
-                assert entry is not None
+                if entry is None:
+                    break
                 self._deliver(consumer, entry)
         finally:
             self._dispatching = False
@@ -268,6 +396,7 @@ class ClassicQueue:
     # --- basic.get, acks, requeues ------------------------------------------------------------
 
     def get(self, no_ack: bool) -> QueueEntry | None:
+        self.touch()
         entry = self._pop()
         if entry is not None:
             self.delivered_total += 1
@@ -281,11 +410,26 @@ class ClassicQueue:
         return entry
 
     def settle(self, entry: QueueEntry) -> None:
-        """A delivered message acknowledged (or rejected without requeue): it is gone."""
+        """A delivered message acknowledged: it is gone."""
         self.unacked -= 1
         self.acked_total += 1
         if entry.stored and self.store is not None:
             self.store.ack(entry.seq)
+
+    def reject(self, entry: QueueEntry) -> None:
+        """A delivered message rejected without requeue: gone, or dead-lettered as rejected."""
+        self.unacked -= 1
+        self._discard(entry, "rejected")
+
+    def _discard(self, entry: QueueEntry, reason: str) -> None:
+        if entry.stored and self.store is not None:
+            self.store.ack(entry.seq)
+        self._dead_letter(entry.message, reason)
+
+    def _dead_letter(self, message: Message, reason: str) -> None:
+        if self.settings.dead_letter_exchange is not None and self.dead_letterer is not None:
+            self.dead_lettered_total += 1
+            self.dead_letterer(self, message, reason)
 
     def requeue(self, entries: list[QueueEntry]) -> None:
         """Unacknowledged messages back to their original position, marked redelivered."""
@@ -294,9 +438,11 @@ class ClassicQueue:
         for entry in entries:
             entry.redelivered = True
             heapq.heappush(returned, entry)
+            self.ready_bytes += len(entry.message.body)
         self.unacked -= len(entries)
         if not self.deleted:
             self.dispatch()
+            self._drop_expired()
 
     def purge(self) -> int:
         count = self.message_count
@@ -307,8 +453,8 @@ class ClassicQueue:
                 self._cursor = None
             else:
                 # Unacknowledged messages stay in the store: remove the ready ones one by one.
-                while self._ready or self._returned or self._disk_count:
-                    entry = self._pop()
+                while True:
+                    entry = self._take()
                     if entry is None:
                         break
                     if entry.stored:
@@ -316,6 +462,7 @@ class ClassicQueue:
             self._disk_count = 0
         self._ready.clear()
         self._returned.clear()
+        self.ready_bytes = 0
         if self.flow_blocked:
             self._release_publishers()
         return count
@@ -330,12 +477,87 @@ class ClassicQueue:
         self._ready.clear()
         self._returned.clear()
         self._disk_count = 0
+        self.ready_bytes = 0
+        for timer in (self._ttl_timer, self._expiry_timer):
+            if timer is not None:
+                timer.cancel()
         if self.store is not None:
             self.store.delete()
             self.store = None
         self._release_publishers()
         return count
 
+    # --- expiry -------------------------------------------------------------------------------
+
+    def _drop_expired(self) -> None:
+        """Expired messages at the head go now (RabbitMQ expires only at the head), and a timer
+        is set for the next head that will expire."""
+        now = self._clock()
+        while True:
+            head = self._head()
+            if head is None or not head.expires_at:
+                return
+            if head.expires_at > now:
+                self._schedule_ttl(head.expires_at)
+                return
+            entry = self._take()
+            assert entry is head
+            self._discard(entry, "expired")
+
+    def _head(self) -> QueueEntry | None:
+        returned, ready = self._returned, self._ready
+        if returned and (not ready or returned[0] < ready.head()):
+            return returned[0]
+        return ready.head() if ready else None
+
+    def _schedule_ttl(self, due: float) -> None:
+        if self._timers is None or (self._ttl_timer is not None and self._ttl_due <= due):
+            return
+        if self._ttl_timer is not None:
+            self._ttl_timer.cancel()
+        self._ttl_due = due
+        self._ttl_timer = self._timers.call_later(max(0.0, due - self._clock()), self._ttl_fired)
+
+    def _ttl_fired(self) -> None:
+        self._ttl_timer = None
+        if not self.deleted:
+            self._drop_expired()
+
+    def _schedule_queue_expiry(self) -> None:
+        expires = self.settings.expires
+        if self._timers is None or expires is None or self._consumers or self.deleted:
+            return
+        self._cancel_queue_expiry()
+        due = self._last_used + expires / 1000.0
+        self._expiry_timer = self._timers.call_later(max(0.0, due - self._clock()), self._expiry_fired)
+
+    def _cancel_queue_expiry(self) -> None:
+        if self._expiry_timer is not None:
+            self._expiry_timer.cancel()
+            self._expiry_timer = None
+
+    def _expiry_fired(self) -> None:
+        self._expiry_timer = None
+        expires = self.settings.expires
+        if self.deleted or expires is None or self._consumers:
+            return
+        if self._clock() - self._last_used >= expires / 1000.0 - 1e-3:
+            if self.on_unused is not None:
+                self.on_unused(self)
+        else:
+            self._schedule_queue_expiry()
+
     def _notify_decorators(self) -> None:
         for decorator in self.decorators:
             decorator.consumers_changed(self)
+
+
+def message_expiration(message: Message) -> int | None:
+    """The per-message TTL in milliseconds, from the expiration property (validated at publish)."""
+    expiration = message.properties.expiration
+    if expiration is None:
+        return None
+    try:
+        return int(expiration)
+    except ValueError:
+        return None

@@ -1,0 +1,304 @@
+"""`/api/definitions`: export and import a node's (or one vhost's) definitions in RabbitMQ's JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .. import __version__
+from ..amqp.errors import AMQPError
+from ..broker import Broker
+from ..declare_rules import EXCHANGE_DECLARE, QUEUE_BIND, QUEUE_DECLARE
+from ..exchanges.exchange import is_predeclared
+from .access import require_admin, require_vhost
+from .api_policies import apply_parameter
+from .api_queues import ApiOwner
+from .api_users import HASHING_ALGORITHM, apply_permission, apply_topic_permission, apply_user
+from .api_vhosts import parse_tags
+from .context import NO_CONTENT, Context, Reply, Route
+from .errors import ApiError, bad_request
+from .json_values import jsonable
+from .node_view import COMPATIBLE_RABBITMQ_VERSION, PRODUCT_NAME
+from .policy_validation import PolicyInvalid, parse_policy
+
+# --- export -----------------------------------------------------------------------------------
+
+
+def _queues(broker: Broker, vhost: str, with_vhost: bool) -> list[dict[str, Any]]:
+    found = []
+    for queue in broker.vhosts[vhost].queues.values():
+        if queue.exclusive_owner is not None:
+            continue
+        entry: dict[str, Any] = {"name": queue.name}
+        if with_vhost:
+            entry["vhost"] = vhost
+        entry.update(
+            {"durable": queue.durable, "auto_delete": queue.auto_delete, "arguments": jsonable(queue.arguments)}
+        )
+        found.append(entry)
+    return found
+
+
+def _exchanges(broker: Broker, vhost: str, with_vhost: bool) -> list[dict[str, Any]]:
+    found = []
+    for exchange in broker.vhosts[vhost].exchanges.values():
+        if not exchange.name or is_predeclared(exchange.name):
+            continue
+        entry: dict[str, Any] = {"name": exchange.name}
+        if with_vhost:
+            entry["vhost"] = vhost
+        entry.update(
+            {
+                "type": exchange.type,
+                "durable": exchange.durable,
+                "auto_delete": exchange.auto_delete,
+                "internal": exchange.internal,
+                "arguments": jsonable(dict(exchange.arguments)),
+            }
+        )
+        found.append(entry)
+    return found
+
+
+def _bindings(broker: Broker, vhost: str, with_vhost: bool) -> list[dict[str, Any]]:
+    found = []
+    for exchange in broker.vhosts[vhost].exchanges.values():
+        for binding in exchange.bindings():
+            entry: dict[str, Any] = {"source": binding.source}
+            if with_vhost:
+                entry["vhost"] = vhost
+            entry.update(
+                {
+                    "destination": binding.destination,
+                    "destination_type": binding.destination_kind,
+                    "routing_key": binding.routing_key,
+                    "arguments": jsonable(binding.argument_table()),
+                }
+            )
+            found.append(entry)
+    found.sort(key=lambda b: (b["source"], b["destination_type"], b["destination"], b["routing_key"]))
+    return found
+
+
+def _without_vhost(item: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in item.items() if key != "vhost"}
+
+
+def export_all(ctx: Context) -> Reply:
+    require_admin(ctx.caller)
+    broker, registry = ctx.broker, ctx.state.registry
+    users = []
+    for user in broker.users.values():
+        users.append(
+            {
+                "name": user.name,
+                "password_hash": user.password_hash,
+                "hashing_algorithm": HASHING_ALGORITHM,
+                "tags": list(user.tags),
+                "limits": dict(registry.user_limits.get(user.name, {})),
+            }
+        )
+    vhosts = []
+    for name in broker.vhosts:
+        entry: dict[str, Any] = {"name": name}
+        metadata = registry.vhost_metadata.get(name)
+        if metadata is not None and (metadata.description or metadata.tags):
+            entry["description"] = metadata.description
+            entry["tags"] = list(metadata.tags)
+            entry["metadata"] = {"description": metadata.description, "tags": list(metadata.tags)}
+        vhosts.append(entry)
+    document: dict[str, Any] = {
+        "rabbit_version": COMPATIBLE_RABBITMQ_VERSION,
+        "rabbitmq_version": COMPATIBLE_RABBITMQ_VERSION,
+        "product_name": PRODUCT_NAME,
+        "product_version": __version__,
+        "users": users,
+        "vhosts": vhosts,
+        "permissions": [
+            {"user": u, "vhost": v, "configure": p.configure, "write": p.write, "read": p.read}
+            for (u, v), p in broker.permissions.items()
+        ],
+        "topic_permissions": [
+            {"user": u, "vhost": v, "exchange": e, "write": w, "read": r}
+            for (u, v, e), (w, r) in registry.topic_permissions.items()
+        ],
+        "parameters": [p.as_json() for p in registry.parameters()],
+        "global_parameters": [{"name": n, "value": v} for n, v in registry.global_parameters.items()],
+        "policies": [p.as_json() for p in registry.policies("policy")],
+        "queues": [q for name in broker.vhosts for q in _queues(broker, name, True)],
+        "exchanges": [e for name in broker.vhosts for e in _exchanges(broker, name, True)],
+        "bindings": [b for name in broker.vhosts for b in _bindings(broker, name, True)],
+    }
+    operator_policies = registry.policies("operator_policy")
+    if operator_policies:
+        document["operator_policies"] = [p.as_json() for p in operator_policies]
+    return _download(ctx, document)
+
+
+def export_vhost(ctx: Context) -> Reply:
+    require_admin(ctx.caller)
+    vhost = ctx.param("vhost")
+    if vhost not in ctx.broker.vhosts:
+        raise bad_request("vhost_not_found")
+    registry = ctx.state.registry
+    document = {
+        "rabbit_version": COMPATIBLE_RABBITMQ_VERSION,
+        "parameters": [_without_vhost(p.as_json()) for p in registry.parameters(vhost=vhost)],
+        "policies": [_without_vhost(p.as_json()) for p in registry.policies("policy", vhost)],
+        "queues": _queues(ctx.broker, vhost, False),
+        "exchanges": _exchanges(ctx.broker, vhost, False),
+        "bindings": _bindings(ctx.broker, vhost, False),
+    }
+    return _download(ctx, document)
+
+
+def _download(ctx: Context, document: dict[str, Any]) -> Reply:
+    reply = Reply(200, document)
+    filename = ctx.query.get("download")
+    if filename:
+        reply.headers.append(("content-disposition", f"attachment; filename={filename}"))
+    return reply
+
+
+# --- import -----------------------------------------------------------------------------------
+
+
+def _document(ctx: Context) -> dict[str, Any]:
+    try:
+        document = json.loads(ctx.request.body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        raise bad_request("failed_to_parse_json") from None
+    if not isinstance(document, dict):
+        raise bad_request("failed_to_parse_json")
+    return document
+
+
+def _items(document: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    items = document.get(key) or []
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise bad_request(f"{key} should be a list of objects")
+    return items
+
+
+def _vhost_of(ctx: Context, item: dict[str, Any], forced: str | None) -> str:
+    vhost = forced if forced is not None else str(item.get("vhost", "/"))
+    if vhost not in ctx.broker.vhosts:
+        raise ApiError(400, "bad_request", ["no_such_vhost", vhost])
+    return vhost
+
+
+def import_definitions(ctx: Context, document: dict[str, Any], forced_vhost: str | None = None) -> None:
+    """Apply definitions in dependency order; objects that already exist are left as they are,
+    and bindings whose ends are missing are skipped, as RabbitMQ does."""
+    broker, registry = ctx.broker, ctx.state.registry
+    if forced_vhost is None:
+        for user in _items(document, "users"):
+            apply_user(ctx, str(user["name"]), user)
+        for vhost in _items(document, "vhosts"):
+            name = str(vhost["name"])
+            broker.add_vhost(name)
+            metadata = registry.metadata(name)
+            nested = vhost.get("metadata") if isinstance(vhost.get("metadata"), dict) else {}
+            description = vhost.get("description", nested.get("description"))  # type: ignore[union-attr]
+            tags = vhost.get("tags", nested.get("tags"))  # type: ignore[union-attr]
+            if description is not None:
+                metadata.description = str(description)
+            if tags is not None:
+                metadata.tags = parse_tags(tags)
+        for permission in _items(document, "permissions"):
+            apply_permission(ctx, str(permission["user"]), str(permission["vhost"]), permission)
+        for topic in _items(document, "topic_permissions"):
+            apply_topic_permission(ctx, str(topic["user"]), str(topic["vhost"]), topic)
+        for parameter in _items(document, "global_parameters"):
+            registry.global_parameters[str(parameter["name"])] = parameter.get("value")
+    for parameter in _items(document, "parameters"):
+        vhost = _vhost_of(ctx, parameter, forced_vhost)
+        apply_parameter(ctx, str(parameter["component"]), vhost, str(parameter["name"]), parameter)
+    for kind, key in (("policy", "policies"), ("operator_policy", "operator_policies")):
+        for item in _items(document, key):
+            vhost = _vhost_of(ctx, item, forced_vhost)
+            name = str(item.get("name", ""))
+            try:
+                policy = parse_policy(kind, vhost, name, item)  # type: ignore[arg-type]
+            except PolicyInvalid as invalid:
+                raise bad_request(f"{invalid} ({vhost}/{name})") from None
+            registry.set_policy(kind, policy)  # type: ignore[arg-type]
+    for queue in _items(document, "queues"):
+        vhost = broker.vhosts[_vhost_of(ctx, queue, forced_vhost)]
+        name = str(queue["name"])
+        if name in vhost.queues:
+            continue
+        try:
+            vhost.declare_queue(
+                name,
+                passive=False,
+                durable=queue.get("durable", True) is True,
+                exclusive=False,
+                auto_delete=queue.get("auto_delete", False) is True,
+                arguments=dict(queue.get("arguments") or {}),
+                owner=ApiOwner(),
+                method=QUEUE_DECLARE,
+            )
+        except AMQPError as error:
+            raise bad_request(error.text) from None
+    for exchange in _items(document, "exchanges"):
+        vhost = broker.vhosts[_vhost_of(ctx, exchange, forced_vhost)]
+        name = str(exchange["name"])
+        if name in vhost.exchanges:
+            continue
+        try:
+            vhost.declare_exchange(
+                name,
+                str(exchange.get("type", "direct")),
+                passive=False,
+                durable=exchange.get("durable", True) is True,
+                auto_delete=exchange.get("auto_delete", False) is True,
+                internal=exchange.get("internal", False) is True,
+                arguments=dict(exchange.get("arguments") or {}),
+                method=EXCHANGE_DECLARE,
+            )
+        except AMQPError as error:
+            raise bad_request(error.text) from None
+    for binding in _items(document, "bindings"):
+        vhost = broker.vhosts[_vhost_of(ctx, binding, forced_vhost)]
+        kind = str(binding.get("destination_type", "queue"))
+        source, destination = str(binding["source"]), str(binding["destination"])
+        ends = vhost.queues if kind == "queue" else vhost.exchanges
+        if source not in vhost.exchanges or destination not in ends or not source:
+            continue
+        try:
+            vhost.bind(
+                source, destination, kind, str(binding.get("routing_key", "")),
+                dict(binding.get("arguments") or {}), QUEUE_BIND,
+            )
+        except AMQPError as error:
+            raise bad_request(error.text) from None
+
+
+def _import(ctx: Context, document: dict[str, Any], forced_vhost: str | None) -> None:
+    try:
+        import_definitions(ctx, document, forced_vhost)
+    except KeyError as missing:
+        raise bad_request(f"[{{key_missing,{missing.args[0]}}}]") from None
+
+
+def import_all(ctx: Context) -> Reply:
+    require_admin(ctx.caller)
+    _import(ctx, _document(ctx), None)
+    return Reply(NO_CONTENT)
+
+
+def import_vhost(ctx: Context) -> Reply:
+    require_admin(ctx.caller)
+    vhost = ctx.param("vhost")
+    if vhost not in ctx.broker.vhosts:
+        raise ApiError(404, "not_found", "vhost_not_found")
+    require_vhost(ctx.broker, ctx.caller, vhost)
+    _import(ctx, _document(ctx), vhost)
+    return Reply(NO_CONTENT)
+
+
+ROUTES = [
+    Route("api/definitions", {"GET": export_all, "POST": import_all}),
+    Route("api/definitions/{vhost}", {"GET": export_vhost, "POST": import_vhost}),
+]

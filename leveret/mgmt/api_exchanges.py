@@ -1,0 +1,150 @@
+"""`/api/exchanges`: list, declare, delete, publish, and the bindings of an exchange."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..amqp.errors import AMQPError
+from ..declare_rules import BASIC_PUBLISH, EXCHANGE_DECLARE, EXCHANGE_DELETE
+from .access import login_vhosts, require_vhost
+from .api_queues import check_permission, truthy
+from .context import NO_CONTENT, Context, Reply, Route, created_or_updated, not_found_unless, ok, require_keys
+from .errors import bad_request, from_amqp
+from .exchange_view import exchange_json, vhost_bindings
+from .listing import list_response, select_columns
+from .message_view import message_from_json, properties_from_json
+
+if TYPE_CHECKING:
+    from ..exchanges.exchange import Exchange
+    from ..vhost import VirtualHost
+
+# The default exchange has no name; URLs call it amq.default.
+DEFAULT_EXCHANGE_IN_URLS = "amq.default"
+
+
+def exchange_name(in_url: str) -> str:
+    return "" if in_url == DEFAULT_EXCHANGE_IN_URLS else in_url
+
+
+def _vhost(ctx: Context) -> VirtualHost:
+    name = ctx.param("vhost")
+    require_vhost(ctx.broker, ctx.caller, name)
+    return ctx.broker.vhosts[name]
+
+
+def _exchange(ctx: Context) -> tuple[VirtualHost, Exchange]:
+    vhost = _vhost(ctx)
+    exchange = vhost.exchanges.get(exchange_name(ctx.param("name")))
+    not_found_unless(exchange is not None)
+    assert exchange is not None
+    return vhost, exchange
+
+
+def _list(ctx: Context, vhosts: list[str]) -> Reply:
+    items = []
+    for name in vhosts:
+        vhost = ctx.broker.vhosts[name]
+        items.extend(exchange_json(e, name, ctx.state) for e in vhost.exchanges.values())
+    return ok(list_response(items, ctx.query))
+
+
+def list_all(ctx: Context) -> Reply:
+    return _list(ctx, login_vhosts(ctx.broker, ctx.caller))
+
+
+def list_vhost(ctx: Context) -> Reply:
+    return _list(ctx, [_vhost(ctx).name])
+
+
+def show(ctx: Context) -> Reply:
+    vhost, exchange = _exchange(ctx)
+    return ok(select_columns(exchange_json(exchange, vhost.name, ctx.state, detailed=True), ctx.query.get("columns")))
+
+
+def declare(ctx: Context) -> Reply:
+    vhost = _vhost(ctx)
+    name = exchange_name(ctx.param("name"))
+    body = ctx.json_body()
+    arguments = body.get("arguments") or {}
+    if not isinstance(arguments, dict):
+        raise bad_request("arguments should be an object")
+    check_permission(ctx, "configure", vhost.name, name, "exchange")
+    existed = name in vhost.exchanges
+    try:
+        vhost.declare_exchange(
+            name,
+            str(body.get("type", "direct")),
+            passive=False,
+            durable=truthy(body.get("durable", False)),
+            auto_delete=truthy(body.get("auto_delete", False)),
+            internal=truthy(body.get("internal", False)),
+            arguments=dict(arguments),
+            method=EXCHANGE_DECLARE,
+        )
+    except AMQPError as error:
+        raise from_amqp(error) from None
+    if not existed:
+        ctx.state.actors[("exchange", vhost.name, name)] = ctx.caller.name
+    return created_or_updated(not existed)
+
+
+def delete(ctx: Context) -> Reply:
+    vhost, exchange = _exchange(ctx)
+    check_permission(ctx, "configure", vhost.name, exchange.name, "exchange")
+    try:
+        vhost.delete_exchange(exchange.name, if_unused=truthy(ctx.query.get("if-unused")), method=EXCHANGE_DELETE)
+    except AMQPError as error:
+        raise from_amqp(error) from None
+    ctx.state.actors.pop(("exchange", vhost.name, exchange.name), None)
+    return Reply(NO_CONTENT)
+
+
+def publish(ctx: Context) -> Reply:
+    """POST .../publish: route one message; answers whether it reached any queue."""
+    vhost = _vhost(ctx)
+    name = exchange_name(ctx.param("name"))
+    body = ctx.json_body()
+    require_keys(body, "routing_key", "properties", "payload", "payload_encoding")
+    routing_key = body["routing_key"]
+    if not isinstance(routing_key, str) or not isinstance(body["payload"], str):
+        raise bad_request("routing_key and payload should be strings")
+    properties = properties_from_json(body["properties"])
+    if properties.user_id is not None and properties.user_id != ctx.caller.name:
+        raise bad_request(
+            f"user_id property set to '{properties.user_id}' but authenticated user was '{ctx.caller.name}'"
+        )
+    message = message_from_json(name, routing_key, properties, body["payload"], str(body["payload_encoding"]))
+    check_permission(ctx, "write", vhost.name, name, "exchange")
+    try:
+        queues = vhost.route(name, routing_key, message, BASIC_PUBLISH)
+    except AMQPError as error:
+        # RabbitMQ reports a failed publish with the whole reply text, code included.
+        raise bad_request(str(error)) from None
+    for queue in queues:
+        if not queue.deleted:
+            queue.publish(message)
+    return ok({"routed": bool(queues)})
+
+
+def _bindings_where(ctx: Context, match: Any) -> Reply:
+    vhost, exchange = _exchange(ctx)
+    found = [b for b in vhost_bindings(vhost) if match(b, exchange.name)]
+    return ok(list_response(found, ctx.query, pageable=False, default_sort=()))
+
+
+def bindings_as_source(ctx: Context) -> Reply:
+    return _bindings_where(ctx, lambda b, name: b["source"] == name)
+
+
+def bindings_as_destination(ctx: Context) -> Reply:
+    return _bindings_where(ctx, lambda b, name: b["destination_type"] == "exchange" and b["destination"] == name)
+
+
+ROUTES = [
+    Route("api/exchanges", {"GET": list_all}),
+    Route("api/exchanges/{vhost}", {"GET": list_vhost}),
+    Route("api/exchanges/{vhost}/{name}", {"GET": show, "PUT": declare, "DELETE": delete}),
+    Route("api/exchanges/{vhost}/{name}/publish", {"POST": publish}),
+    Route("api/exchanges/{vhost}/{name}/bindings/source", {"GET": bindings_as_source}),
+    Route("api/exchanges/{vhost}/{name}/bindings/destination", {"GET": bindings_as_destination}),
+]

@@ -1,0 +1,199 @@
+"""`/api/queues`: list, declare, delete, purge, and fetch messages from queues."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..amqp.errors import AMQPError
+from ..declare_rules import MAX_NAME_BYTES, QUEUE_DECLARE
+from .access import login_vhosts, require_vhost
+from .context import NO_CONTENT, Context, Reply, Route, created_or_updated, not_found_unless, ok, require_keys
+from .errors import bad_request, from_amqp, not_authorised
+from .exchange_view import binding_json
+from .listing import list_response, select_columns
+from .message_view import message_json
+from .queue_view import queue_basic_json, queue_json
+
+if TYPE_CHECKING:
+    from ..queues.classic import ClassicQueue
+    from ..vhost import VirtualHost
+
+_ACK_MODES = ("ack_requeue_true", "ack_requeue_false", "reject_requeue_true", "reject_requeue_false")
+
+
+class ApiOwner:
+    """The declaring "connection" of a queue made through the API: it owns no exclusive queues."""
+
+    def __init__(self) -> None:
+        self.exclusive_queues: set[str] = set()
+
+    def check_exclusive_access(self, queue: ClassicQueue, method: tuple[int, int]) -> None:
+        return None
+
+
+def truthy(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.lower() == "true")
+
+
+def _vhost(ctx: Context) -> VirtualHost:
+    name = ctx.param("vhost")
+    require_vhost(ctx.broker, ctx.caller, name)
+    return ctx.broker.vhosts[name]
+
+
+def _queue(ctx: Context) -> ClassicQueue:
+    queue = _vhost(ctx).queues.get(ctx.param("name"))
+    not_found_unless(queue is not None)
+    assert queue is not None
+    return queue
+
+
+def check_permission(ctx: Context, kind: str, vhost: str, resource: str, resource_kind: str) -> None:
+    """AMQP permissions apply to what a user does through the API (administrators included,
+    when they have permissions in the vhost; administrators without any are let through)."""
+    caller = ctx.caller
+    if caller.is_admin and (caller.name, vhost) not in ctx.broker.permissions:
+        return
+    if not ctx.broker.permitted(caller.name, vhost, kind, resource):
+        raise not_authorised(
+            f"access to {resource_kind} '{resource}' in vhost '{vhost}' refused for user '{caller.name}'"
+        )
+
+
+def _list(ctx: Context, vhosts: list[str]) -> Reply:
+    node = ctx.broker.config.node_name
+    figures = ctx.state.figures()
+    plain = truthy(ctx.query.get("disable_stats"))
+    items = []
+    for queue, figure in figures.items():
+        if queue.vhost not in vhosts:
+            continue
+        if plain:
+            items.append(queue_basic_json(queue, figure, ctx.state, node))
+        else:
+            items.append(queue_json(queue, figure, ctx.state, node))
+    return ok(list_response(items, ctx.query))
+
+
+def list_all(ctx: Context) -> Reply:
+    return _list(ctx, login_vhosts(ctx.broker, ctx.caller))
+
+
+def list_vhost(ctx: Context) -> Reply:
+    return _list(ctx, [_vhost(ctx).name])
+
+
+def show(ctx: Context) -> Reply:
+    queue = _queue(ctx)
+    figure = ctx.state.figures()[queue]
+    shown = queue_json(queue, figure, ctx.state, ctx.broker.config.node_name, detailed=True)
+    return ok(select_columns(shown, ctx.query.get("columns")))
+
+
+def declare(ctx: Context) -> Reply:
+    vhost = _vhost(ctx)
+    name = ctx.param("name")
+    size = len(name.encode("utf-8"))
+    if size > MAX_NAME_BYTES:
+        raise bad_request(f"queue should be less than 255 bytes, actually was {size}\n")
+    body = ctx.json_body()
+    arguments = body.get("arguments") or {}
+    if not isinstance(arguments, dict):
+        raise bad_request("arguments should be an object")
+    check_permission(ctx, "configure", vhost.name, name, "queue")
+    existed = name in vhost.queues
+    try:
+        vhost.declare_queue(
+            name,
+            passive=False,
+            durable=truthy(body.get("durable", False)),
+            exclusive=False,
+            auto_delete=truthy(body.get("auto_delete", False)),
+            arguments=dict(arguments),
+            owner=ApiOwner(),
+            method=QUEUE_DECLARE,
+        )
+    except AMQPError as error:
+        raise from_amqp(error) from None
+    return created_or_updated(not existed)
+
+
+def delete(ctx: Context) -> Reply:
+    queue = _queue(ctx)
+    check_permission(ctx, "configure", queue.vhost, queue.name, "queue")
+    where = f"queue '{queue.name}' in vhost '{queue.vhost}'"
+    if truthy(ctx.query.get("if-unused")) and queue.consumer_count:
+        raise bad_request(f"{where} in use")
+    if truthy(ctx.query.get("if-empty")) and queue.message_count:
+        raise bad_request(f"{where} not empty")
+    ctx.broker.vhosts[queue.vhost].delete_queue(queue.name)
+    return Reply(NO_CONTENT)
+
+
+def purge(ctx: Context) -> Reply:
+    queue = _queue(ctx)
+    check_permission(ctx, "read", queue.vhost, queue.name, "queue")
+    queue.purge()
+    return Reply(NO_CONTENT)
+
+
+def get_messages(ctx: Context) -> Reply:
+    """POST .../get: take up to `count` messages, then requeue or settle them per `ackmode`."""
+    queue = _queue(ctx)
+    body = ctx.json_body()
+    require_keys(body, "count", "ackmode", "encoding")
+    count, ackmode, encoding = body["count"], body["ackmode"], body["encoding"]
+    if ackmode not in _ACK_MODES:
+        raise bad_request(f"Unsupported ackmode {ackmode}")
+    if encoding not in ("auto", "base64"):
+        raise bad_request(f"Unsupported encoding {encoding}")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise bad_request(f"count should be a non-negative integer, actually was {count!r}")
+    truncate = body.get("truncate")
+    if truncate is not None and (not isinstance(truncate, int) or truncate < 0):
+        raise bad_request("truncate should be a non-negative integer")
+    check_permission(ctx, "read", queue.vhost, queue.name, "queue")
+    taken = []
+    shown = []
+    for _ in range(count):
+        entry = queue.get(False)
+        if entry is None:
+            break
+        taken.append(entry)
+        shown.append(message_json(entry, queue.message_count, encoding, truncate))
+    if ackmode.endswith("requeue_true"):
+        if taken:
+            queue.requeue(taken)
+    else:
+        # Without requeue the message is gone (dead-lettering on reject is the queue's business).
+        for entry in taken:
+            queue.settle(entry)
+    return ok(shown)
+
+
+def bindings(ctx: Context) -> Reply:
+    queue = _queue(ctx)
+    vhost = ctx.broker.vhosts[queue.vhost]
+    found = [binding_json(vhost.name, "", queue.name, "queue", queue.name, {})]
+    explicit = []
+    for exchange in vhost.exchanges.values():
+        for binding in exchange.bindings():
+            if binding.destination_kind == "queue" and binding.destination == queue.name:
+                explicit.append(
+                    binding_json(
+                        vhost.name, binding.source, binding.destination, "queue", binding.routing_key,
+                        binding.argument_table(),
+                    )
+                )
+    explicit.sort(key=lambda b: (b["source"], b["routing_key"], b["properties_key"]))
+    return ok(list_response(found + explicit, ctx.query, pageable=False, default_sort=()))
+
+
+ROUTES = [
+    Route("api/queues", {"GET": list_all}),
+    Route("api/queues/{vhost}", {"GET": list_vhost}),
+    Route("api/queues/{vhost}/{name}", {"GET": show, "PUT": declare, "DELETE": delete}),
+    Route("api/queues/{vhost}/{name}/contents", {"DELETE": purge}),
+    Route("api/queues/{vhost}/{name}/get", {"POST": get_messages}),
+    Route("api/queues/{vhost}/{name}/bindings", {"GET": bindings}),
+]

@@ -1,0 +1,107 @@
+"""`/api/vhosts`: list, create, update and delete virtual hosts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..broker import Permission
+from .access import require_admin, visible_vhosts
+from .broker_ops import delete_vhost
+from .context import NO_CONTENT, Context, Reply, Route, created_or_updated, not_found_unless, ok
+from .errors import bad_request
+from .figures import total
+from .listing import list_response, select_columns
+from .queue_view import message_stats
+from .rates import with_details
+from .state import vhost_key
+
+
+def parse_tags(value: Any) -> list[str]:
+    """Tags as RabbitMQ takes them: a comma-separated string or a list."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [tag.strip() for tag in value.split(",") if tag.strip()]
+    if isinstance(value, list) and all(isinstance(tag, str) for tag in value):
+        return [tag.strip() for tag in value if tag.strip()]
+    raise bad_request(f"invalid tags {value!r}")
+
+
+def vhost_json(ctx: Context, name: str) -> dict[str, Any]:
+    metadata = ctx.state.registry.metadata(name)
+    figures = [f for q, f in ctx.state.figures().items() if q.vhost == name]
+    figure = total(figures)
+    had_consumers = any(q.had_consumers for q in ctx.broker.vhosts[name].queues.values())
+    key = vhost_key(name)
+    shown: dict[str, Any] = {
+        "cluster_state": {ctx.broker.config.node_name: "running"},
+        "default_queue_type": metadata.default_queue_type,
+        "description": metadata.description,
+    }
+    stats = message_stats(figure, ctx.state, key, had_consumers)
+    if stats:
+        shown["message_stats"] = stats
+    shown.update(
+        with_details(
+            {
+                "messages": figure.messages,
+                "messages_ready": figure.ready,
+                "messages_unacknowledged": figure.unacked,
+            },
+            ctx.state.rates,
+            key,
+        )
+    )
+    shown["metadata"] = {"description": metadata.description, "tags": list(metadata.tags)}
+    shown["name"] = name
+    shown.update(with_details({"recv_oct": 0, "send_oct": 0}, ctx.state.rates, key))
+    shown["tags"] = list(metadata.tags)
+    shown["tracing"] = metadata.tracing
+    return shown
+
+
+def list_vhosts(ctx: Context) -> Reply:
+    items = [vhost_json(ctx, name) for name in visible_vhosts(ctx.broker, ctx.caller)]
+    return ok(list_response(items, ctx.query, default_sort=("name",)))
+
+
+def show(ctx: Context) -> Reply:
+    name = ctx.param("vhost")
+    not_found_unless(name in ctx.broker.vhosts)
+    if not ctx.caller.is_admin and name not in visible_vhosts(ctx.broker, ctx.caller):
+        require_admin(ctx.caller)
+    return ok(select_columns(vhost_json(ctx, name), ctx.query.get("columns")))
+
+
+def put(ctx: Context) -> Reply:
+    require_admin(ctx.caller)
+    name = ctx.param("vhost")
+    body = ctx.json_body()
+    created = name not in ctx.broker.vhosts
+    metadata = ctx.state.registry.metadata(name)
+    if "description" in body:
+        metadata.description = str(body["description"])
+    if "tags" in body:
+        metadata.tags = parse_tags(body["tags"])
+    if "tracing" in body:
+        metadata.tracing = body["tracing"] is True
+    if created:
+        ctx.broker.add_vhost(name)
+        # As RabbitMQ does, whoever creates a vhost may use it at once.
+        ctx.broker.set_permissions(ctx.caller.name, name, Permission())
+    return created_or_updated(created)
+
+
+def delete(ctx: Context) -> Reply:
+    require_admin(ctx.caller)
+    name = ctx.param("vhost")
+    not_found_unless(name in ctx.broker.vhosts)
+    delete_vhost(ctx.broker, name)
+    ctx.state.registry.forget_vhost(name)
+    return Reply(NO_CONTENT)
+
+
+ROUTES = [
+    Route("api/vhosts", {"GET": list_vhosts}),
+    Route("api/vhosts/{vhost}", {"GET": show, "PUT": put, "DELETE": delete}),
+]

@@ -1,0 +1,142 @@
+"""Connections, channels and consumers as RabbitMQ's management API shows them."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from .json_values import jsonable, rfc3339_millis
+
+if TYPE_CHECKING:
+    from ..channel import Channel
+    from ..queues.consumer import Consumer
+    from ..session import Session
+    from .state import ManagementState
+
+
+def local_address(session: Session, state: ManagementState) -> tuple[str, int]:
+    """The node's end of the connection (from the socket, else the AMQP listener's port)."""
+    transport = getattr(session.transport, "transport", None)
+    if transport is not None:
+        sockname = transport.get_extra_info("sockname")
+        if sockname:
+            return str(sockname[0]), int(sockname[1])
+    return state.listen_host, int(state.listeners.get("amqp", 0))
+
+
+def connection_name(session: Session, state: ManagementState) -> str:
+    host, port = local_address(session, state)
+    return f"{session.peer[0]}:{session.peer[1]} -> {host}:{port}"
+
+
+def channel_name(channel: Channel, state: ManagementState) -> str:
+    return f"{connection_name(channel.session, state)} ({channel.number})"
+
+
+def connection_json(session: Session, state: ManagementState, node: str) -> dict[str, Any]:
+    host, port = local_address(session, state)
+    conn = session.conn
+    connected_at = state.churn.first_seen.get(id(session), time.time())
+    figure: dict[str, Any] = {
+        "auth_mechanism": getattr(session, "auth_mechanism", "PLAIN"),
+        "channel_max": conn.channel_max,
+        "channels": len(session.channels),
+        "client_properties": jsonable(session.client_properties),
+        "connected_at": int(connected_at * 1000),
+        "frame_max": conn.frame_max,
+        "host": host,
+        "name": connection_name(session, state),
+        "node": node,
+        "peer_cert_issuer": None,
+        "peer_cert_subject": None,
+        "peer_cert_validity": None,
+        "peer_host": session.peer[0],
+        "peer_port": session.peer[1],
+        "port": port,
+        "protocol": "AMQP 0-9-1",
+        "recv_cnt": 0,
+        "recv_oct": 0,
+        "recv_oct_details": {"rate": 0.0},
+        "send_cnt": 0,
+        "send_oct": 0,
+        "send_oct_details": {"rate": 0.0},
+        "send_pend": 0,
+        "ssl": False,
+        "ssl_cipher": None,
+        "ssl_hash": None,
+        "ssl_key_exchange": None,
+        "ssl_protocol": None,
+        "state": "blocked" if session.blocked else "running",
+        "timeout": conn.heartbeat,
+        "type": "network",
+        "user": session.username,
+        "user_who_performed_action": session.username,
+        "vhost": session.vhost.name if session.vhost is not None else None,
+    }
+    provided = session.client_properties.get("connection_name")
+    if provided is not None:
+        figure["user_provided_name"] = jsonable(provided)
+    return figure
+
+
+def connection_details(session: Session, state: ManagementState) -> dict[str, Any]:
+    return {
+        "name": connection_name(session, state),
+        "peer_host": session.peer[0],
+        "peer_port": session.peer[1],
+    }
+
+
+def channel_json(channel: Channel, state: ManagementState, node: str) -> dict[str, Any]:
+    session = channel.session
+    return {
+        "acks_uncommitted": 0,
+        "confirm": channel.confirming,
+        "connection_details": connection_details(session, state),
+        "consumer_count": len(channel.consumers),
+        "global_prefetch_count": channel.channel_prefetch,
+        "idle_since": rfc3339_millis(state.churn.first_seen.get(id(channel), time.time())),
+        "messages_unacknowledged": len(channel.unacked),
+        "messages_uncommitted": 0,
+        "messages_unconfirmed": 0,
+        "name": channel_name(channel, state),
+        "node": node,
+        "number": channel.number,
+        "pending_raft_commands": 0,
+        "prefetch_count": channel.consumer_prefetch,
+        "state": "running",
+        "transactional": channel.transactional,
+        "user": session.username,
+        "user_who_performed_action": session.username,
+        "vhost": session.vhost.name if session.vhost is not None else None,
+    }
+
+
+def consumer_json(consumer: Consumer, state: ManagementState, node: str) -> dict[str, Any]:
+    channel: Channel = consumer.sink  # type: ignore[assignment]
+    session = channel.session
+    queue = consumer.queue
+    active = not queue.single_active_consumer or queue.active_consumer() is consumer
+    if queue.single_active_consumer:
+        status = "single_active" if active else "waiting"
+    else:
+        status = "up"
+    return {
+        "arguments": jsonable(consumer.arguments),
+        "ack_required": not consumer.no_ack,
+        "active": active,
+        "activity_status": status,
+        "channel_details": {
+            "connection_name": connection_name(session, state),
+            "name": channel_name(channel, state),
+            "node": node,
+            "number": channel.number,
+            "peer_host": session.peer[0],
+            "peer_port": session.peer[1],
+            "user": session.username,
+        },
+        "consumer_tag": consumer.tag,
+        "exclusive": consumer.exclusive,
+        "prefetch_count": consumer.prefetch,
+        "queue": {"name": queue.name, "vhost": queue.vhost},
+    }

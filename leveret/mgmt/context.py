@@ -1,0 +1,97 @@
+"""What an API handler receives (the request in context) and returns, and how routes are declared."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .access import Caller
+from .errors import ApiError, bad_request, key_missing_reason
+from .http import Request
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from .state import ManagementState
+
+
+@dataclass(slots=True)
+class Reply:
+    status: int = 200
+    body: Any = None  # JSON-encodable, or None for no body
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    raw: bytes | None = None  # a non-JSON body (metrics), sent as is
+    content_type: str = "application/json"
+
+
+def ok(body: Any) -> Reply:
+    return Reply(200, body)
+
+
+def created_or_updated(created: bool) -> Reply:
+    return Reply(201 if created else 204)
+
+
+NO_CONTENT = 204
+
+
+@dataclass(slots=True)
+class Context:
+    broker: Broker
+    state: ManagementState
+    request: Request
+    caller: Caller
+    params: dict[str, str]
+    peer_host: str
+
+    @property
+    def query(self) -> dict[str, str]:
+        return self.request.query
+
+    def param(self, name: str) -> str:
+        return self.params[name]
+
+    def json_body(self, *, required: bool = False) -> dict[str, Any]:
+        """The request body as a JSON object; an empty body is {} (RabbitMQ allows that)."""
+        body = self.request.body.strip()
+        if not body:
+            if required:
+                raise bad_request("not_json")
+            return {}
+        try:
+            document = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            raise bad_request("not_json") from None
+        if not isinstance(document, dict):
+            raise bad_request("not_json")
+        return document
+
+
+def require_keys(document: Mapping[str, Any], *keys: str) -> None:
+    """RabbitMQ's answer when a body lacks mandatory keys: `[{key_missing,k},...]`."""
+    missing = [key for key in keys if key not in document]
+    if missing:
+        raise bad_request(key_missing_reason(missing))
+
+
+Handler = Callable[[Context], Reply]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A path pattern like `api/queues/{vhost}/{name}` and a handler per HTTP method."""
+
+    pattern: str
+    methods: Mapping[str, Handler]
+    # Routes answered without credentials (none in the API; /metrics is one).
+    public: bool = False
+
+    @property
+    def segments(self) -> tuple[str, ...]:
+        return tuple(self.pattern.strip("/").split("/"))
+
+
+def not_found_unless(condition: bool) -> None:
+    if not condition:
+        raise ApiError(404, "Object Not Found", "Not Found")

@@ -1,0 +1,197 @@
+"""The numbers the API and metrics show, read from the node's model in one place.
+
+Everything that reaches into queues, channels and sessions for counts lives here, so the rest of
+the management layer deals in plain frozen figures. Where the core does not count something yet
+(message bytes, basic.get separately from deliveries), this module derives it as described at
+each function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..message import Message
+    from ..queues.classic import ClassicQueue
+
+
+@dataclass(frozen=True, slots=True)
+class QueueFigures:
+    ready: int = 0
+    unacked: int = 0
+    ready_in_memory: int = 0
+    ready_bytes: int = 0
+    unacked_bytes: int = 0
+    persistent: int = 0
+    persistent_bytes: int = 0
+    # Totals since the queue was created.
+    publish: int = 0
+    deliver_get: int = 0
+    deliver: int = 0
+    deliver_no_ack: int = 0
+    get: int = 0
+    get_no_ack: int = 0
+    get_empty: int = 0
+    ack: int = 0
+    redeliver: int = 0
+
+    @property
+    def messages(self) -> int:
+        return self.ready + self.unacked
+
+    @property
+    def message_bytes(self) -> int:
+        return self.ready_bytes + self.unacked_bytes
+
+    def totals(self) -> dict[str, int]:
+        """The message_stats counters, by RabbitMQ's names."""
+        return {
+            "publish": self.publish,
+            "deliver_get": self.deliver_get,
+            "deliver": self.deliver,
+            "deliver_no_ack": self.deliver_no_ack,
+            "get": self.get,
+            "get_no_ack": self.get_no_ack,
+            "get_empty": self.get_empty,
+            "ack": self.ack,
+            "redeliver": self.redeliver,
+        }
+
+    def plus(self, other: QueueFigures) -> QueueFigures:
+        return QueueFigures(*(a + b for a, b in zip(_astuple(self), _astuple(other))))
+
+
+def _astuple(figures: QueueFigures) -> tuple[int, ...]:
+    return tuple(getattr(figures, name) for name in QueueFigures.__slots__)  # type: ignore[attr-defined]
+
+
+ZERO = QueueFigures()
+
+
+def _counter(queue: ClassicQueue, name: str) -> int:
+    """A queue counter the core may not keep yet (then 0)."""
+    value = getattr(queue, name, 0)
+    return value if isinstance(value, int) else 0
+
+
+def _persistent(message: Message) -> bool:
+    return message.has_flags and message.persistent
+
+
+@dataclass(slots=True)
+class _Held:
+    count: int = 0
+    size: int = 0
+    persistent: int = 0
+    persistent_bytes: int = 0
+
+    def add(self, message: Message) -> None:
+        self.count += 1
+        size = len(message.body)
+        self.size += size
+        if _persistent(message):
+            self.persistent += 1
+            self.persistent_bytes += size
+
+
+class QueueReader:
+    """Figures for every queue of a broker, computed together (one pass over the channels).
+
+    Ready-message bytes come from the queue's own `ready_bytes` when the core keeps it; until
+    then they are summed over the queue's entries, and the sum is reused while the queue's
+    counters have not moved.
+    """
+
+    def __init__(self) -> None:
+        self._ready_cache: dict[int, tuple[tuple[int, ...], _Held]] = {}
+
+    def read(self, broker: Broker) -> dict[ClassicQueue, QueueFigures]:
+        unacked = self._unacked_by_queue(broker)
+        figures: dict[ClassicQueue, QueueFigures] = {}
+        live: set[int] = set()
+        for vhost in broker.vhosts.values():
+            for queue in vhost.queues.values():
+                live.add(id(queue))
+                figures[queue] = self._figures(queue, unacked.get(queue))
+        for key in [key for key in self._ready_cache if key not in live]:
+            del self._ready_cache[key]
+        return figures
+
+    def _unacked_by_queue(self, broker: Broker) -> dict[ClassicQueue, _Held]:
+        held: dict[ClassicQueue, _Held] = {}
+        for session in list(broker.sessions):
+            for channel in list(session.channels.values()):
+                for queue, entry, _consumer in channel.unacked.values():
+                    record = held.get(queue)
+                    if record is None:
+                        record = held[queue] = _Held()
+                    record.add(entry.message)
+        return held
+
+    def _figures(self, queue: ClassicQueue, unacked: _Held | None) -> QueueFigures:
+        ready = self._ready(queue)
+        unacked = unacked or _Held()
+        delivered = queue.delivered_total
+        gets = _counter(queue, "get_total")
+        no_ack_deliveries = _counter(queue, "deliver_no_ack_total")
+        no_ack_gets = _counter(queue, "get_no_ack_total")
+        return QueueFigures(
+            ready=queue.message_count,
+            ready_in_memory=getattr(queue, "in_memory_count", queue.message_count),
+            # The queue's own count includes basic.get deliveries not yet acknowledged.
+            unacked=max(queue.unacked, unacked.count),
+            ready_bytes=ready.size,
+            unacked_bytes=unacked.size,
+            persistent=ready.persistent + unacked.persistent,
+            persistent_bytes=ready.persistent_bytes + unacked.persistent_bytes,
+            publish=queue.published_total,
+            deliver_get=delivered,
+            deliver=max(delivered - gets - no_ack_deliveries - no_ack_gets, 0),
+            deliver_no_ack=no_ack_deliveries,
+            get=gets,
+            get_no_ack=no_ack_gets,
+            get_empty=_counter(queue, "get_empty_total"),
+            ack=queue.acked_total,
+            redeliver=queue.redelivered_total,
+        )
+
+    def _ready(self, queue: ClassicQueue) -> _Held:
+        kept = getattr(queue, "ready_bytes", None)
+        if isinstance(kept, int):
+            held = _Held(queue.message_count, kept)
+            held.persistent = _counter(queue, "ready_persistent")
+            held.persistent_bytes = _counter(queue, "ready_persistent_bytes")
+            return held
+        version = (queue.published_total, queue.delivered_total, queue.redelivered_total, queue.message_count)
+        cached = self._ready_cache.get(id(queue))
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        held = _Held()
+        for entry in _ready_entries(queue):
+            held.add(entry.message)
+        paged_out = queue.message_count - held.count
+        if paged_out > 0 and held.count:
+            # Messages beyond the in-memory window are on disk only; their sizes are taken to be
+            # like those in memory until the queue counts bytes itself.
+            held.size += held.size * paged_out // held.count
+            held.persistent_bytes += held.persistent_bytes * paged_out // held.count
+            held.persistent += held.persistent * paged_out // held.count
+        held.count = queue.message_count
+        self._ready_cache[id(queue)] = (version, held)
+        return held
+
+
+def _ready_entries(queue: ClassicQueue) -> Iterable[Any]:
+    """The queue's ready entries held in memory; the core has no public iterator for them yet."""
+    yield from getattr(queue, "_ready", ())
+    yield from getattr(queue, "_returned", ())
+
+
+def total(figures: Iterable[QueueFigures]) -> QueueFigures:
+    result = ZERO
+    for item in figures:
+        result = result.plus(item)
+    return result

@@ -1,0 +1,139 @@
+"""List parameters of the API: `columns`, `sort`, `sort_reverse`, and paging with `name` filters."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .errors import ApiError, bad_request
+
+MAX_PAGE_SIZE = 500
+DEFAULT_PAGE_SIZE = 100
+
+
+def select_columns(item: Any, columns: str | None) -> Any:
+    """Keep only the named (dotted) fields of an object, e.g. `name,message_stats.publish`."""
+    if not columns or not isinstance(item, dict):
+        return item
+    selected: dict[str, Any] = {}
+    for column in (c.strip() for c in columns.split(",")):
+        if not column:
+            continue
+        path = column.split(".")
+        value = _dig(item, path)
+        if value is _MISSING:
+            continue
+        target = selected
+        for part in path[:-1]:
+            existing = target.get(part)
+            if not isinstance(existing, dict):
+                existing = target[part] = {}
+            target = existing
+        target[path[-1]] = value
+    return selected
+
+
+_MISSING = object()
+
+
+def _dig(item: Any, path: Sequence[str]) -> Any:
+    for part in path:
+        if not isinstance(item, dict) or part not in item:
+            return _MISSING
+        item = item[part]
+    return item
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    # Missing values sort first, then numbers, then text; other types by their JSON-ish text.
+    if value is _MISSING or value is None:
+        return (0, 0)
+    if isinstance(value, bool):
+        return (1, int(value))
+    if isinstance(value, (int, float)):
+        return (1, value)
+    if isinstance(value, str):
+        return (2, value)
+    return (3, repr(value))
+
+
+def sort_items(items: list[dict[str, Any]], sort: str | None, reverse: bool, default: Sequence[str]) -> list[dict[str, Any]]:
+    fields = [f for f in sort.split(",") if f] if sort else list(default)
+    if not fields:
+        return items
+    paths = [f.split(".") for f in fields]
+    return sorted(items, key=lambda item: [_sort_key(_dig(item, p)) for p in paths], reverse=reverse)
+
+
+def _page_numbers(query: Mapping[str, str]) -> tuple[int, int]:
+    page_text = query.get("page", "")
+    size_text = query.get("page_size")
+    try:
+        page = int(page_text)
+        size = int(size_text) if size_text is not None else DEFAULT_PAGE_SIZE
+    except ValueError:
+        raise bad_request("Pagination parameters are invalid") from None
+    if page < 1 or size < 1 or size > MAX_PAGE_SIZE:
+        shown_size = size_text if size_text is not None else "undefined"
+        raise ApiError(
+            400,
+            "invalid_pagination_parameters",
+            f"Invalid pagination parameters: page number {page}, page size {shown_size}",
+        )
+    return page, size
+
+
+def _name_filter(query: Mapping[str, str]) -> Any:
+    name = query.get("name")
+    if not name:
+        return None
+    if query.get("use_regex", "false").lower() == "true":
+        try:
+            pattern = re.compile(name)
+        except re.error:
+            raise bad_request("Invalid regex in name filter") from None
+        return lambda text: pattern.search(text) is not None
+    lowered = name.lower()
+    return lambda text: lowered in text.lower()
+
+
+def list_response(
+    items: list[dict[str, Any]],
+    query: Mapping[str, str],
+    *,
+    pageable: bool = True,
+    default_sort: Sequence[str] = ("vhost", "name"),
+) -> Any:
+    """The answer to a list request: sorted, optionally paged and filtered, columns selected."""
+    columns = query.get("columns")
+    reverse = query.get("sort_reverse", "false").lower() == "true"
+    paged = pageable and "page" in query
+    total_count = len(items)
+    if paged:
+        page, size = _page_numbers(query)
+        matches = _name_filter(query)
+        if matches is not None:
+            items = [item for item in items if matches(str(item.get("name", "")))]
+    items = sort_items(items, query.get("sort"), reverse, default_sort)
+    if not paged:
+        return [select_columns(item, columns) for item in items]
+    filtered = len(items)
+    page_count = max(1, math.ceil(filtered / size))
+    if page > page_count:
+        raise ApiError(
+            400,
+            "page_out_of_range",
+            f"Page out of range, page: {page} page size: {size}, len: {filtered}",
+        )
+    chosen = items[(page - 1) * size : page * size]
+    return {
+        "filtered_count": filtered,
+        "item_count": len(chosen),
+        "items": [select_columns(item, columns) for item in chosen],
+        "page": page,
+        "page_count": page_count,
+        "page_size": size,
+        "total_count": total_count,
+    }

@@ -1,0 +1,69 @@
+"""The route table: which handler answers a method on a path, with the path's parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from urllib.parse import unquote
+
+from . import (
+    api_bindings,
+    api_connections,
+    api_definitions,
+    api_exchanges,
+    api_health,
+    api_overview,
+    api_policies,
+    api_queues,
+    api_users,
+    api_vhosts,
+)
+from .context import Route
+
+API_ROUTES: tuple[Route, ...] = (
+    *api_overview.ROUTES,
+    *api_queues.ROUTES,
+    *api_exchanges.ROUTES,
+    *api_bindings.ROUTES,
+    *api_connections.ROUTES,
+    *api_vhosts.ROUTES,
+    *api_users.ROUTES,
+    *api_policies.ROUTES,
+    *api_definitions.ROUTES,
+    *api_health.ROUTES,
+)
+
+
+def split_path(path: str) -> list[str]:
+    """Path segments, each percent-decoded on its own (so `%2F` stays inside its segment)."""
+    segments = path.strip("/").split("/") if path.strip("/") else []
+    return [unquote(segment, errors="strict") for segment in segments]
+
+
+class Router:
+    def __init__(self, routes: Iterable[Route]) -> None:
+        self._routes = [(route.segments, route) for route in routes]
+
+    def match(self, segments: list[str]) -> tuple[Route, dict[str, str]] | None:
+        """The route for these segments; literal segments win over parameters
+        (`users/without-permissions` before `users/{user}`)."""
+        best: tuple[tuple[int, ...], Route, dict[str, str]] | None = None
+        for pattern, route in self._routes:
+            if len(pattern) != len(segments):
+                continue
+            params: dict[str, str] = {}
+            score: list[int] = []
+            for expected, actual in zip(pattern, segments):
+                if expected.startswith("{") and expected.endswith("}"):
+                    params[expected[1:-1]] = actual
+                    score.append(0)
+                elif expected == actual:
+                    score.append(1)
+                else:
+                    break
+            else:
+                ranked = tuple(score)
+                if best is None or ranked > best[0]:
+                    best = (ranked, route, params)
+        if best is None:
+            return None
+        return best[1], best[2]
