@@ -508,8 +508,10 @@ class Channel:
         for queue in queues:
             if not queue.deleted:
                 outcome |= queue.publish(message)
-                if queue.flow_blocked:
-                    self.session.throttle(queue)
+                if queue.congested:
+                    self.session.publishes_to_congested_queue = True
+                    if queue.flow_blocked:
+                        self.session.throttle(queue)
         if outcome and (self.confirming or self.transactional):
             if outcome & STORED:
                 self._batch_needs_sync = True

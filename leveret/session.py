@@ -70,6 +70,9 @@ class Session:
         self.blocked = False
         self.exclusive_queues: set[str] = set()
         self._throttled_by: set[ClassicQueue] = set()
+        # Set while this connection publishes to a queue whose consumers fall behind: its
+        # turns on the event loop get smaller, so on a busy node consumers catch up.
+        self.publishes_to_congested_queue = False
         self.closed = False
 
     # --- IO entry points ----------------------------------------------------------------------
@@ -77,6 +80,7 @@ class Session:
     def data_received(self, data: bytes, max_frames: int = 0) -> None:
         channels = self.channels
         published = False
+        self.publishes_to_congested_queue = False
         for event in self.conn.receive_data(data, max_frames):
             if self.closed:
                 break

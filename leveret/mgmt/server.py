@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections import ChainMap
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -207,7 +208,9 @@ async def start_management(
     server = await loop.create_server(lambda: ManagementProtocol(app), host, port, reuse_address=True)
     bound = server.sockets[0].getsockname()[1]
     state.listen_host = host
-    state.listeners = listeners if listeners is not None else {"amqp": broker.config.amqp_port, "mgmt": bound}
+    # A live view of the node's ports in which this listener's own port is the bound one.
+    base: Mapping[str, int] = listeners if listeners is not None else {"amqp": broker.config.amqp_port}
+    state.listeners = ChainMap({"mgmt": bound}, base)  # type: ignore[arg-type]  # read only
     state.server_started()
     log.info("management API listening on %s:%d", host, bound)
     return ManagementServer(server, state)

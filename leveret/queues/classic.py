@@ -115,6 +115,7 @@ class ClassicQueue:
         self._consumers: list[Consumer] = []  # registration order (single active consumer)
         self._dispatching = False
         self.flow_blocked = False
+        self.congested = False
         self.throttled: set[Throttled] = set()
         self._timers = timers
         self._clock = clock
@@ -207,9 +208,12 @@ class ClassicQueue:
         if entry.expires_at:
             self._drop_expired()
         backlog = len(self._ready)
-        # Checked on every 64th message only: the check walks the consumers.
-        if backlog > FLOW_HIGH and not backlog & 63 and self._consumers and not self.flow_blocked:
-            self.flow_blocked = any(c.sink.write_blocked() for c in self._consumers)
+        if backlog > FLOW_HIGH and self._consumers:
+            # Consumers are falling behind: publishers get smaller turns on a busy node.
+            self.congested = True
+            # Checked on every 64th message only: the check walks the consumers.
+            if not backlog & 63 and not self.flow_blocked:
+                self.flow_blocked = any(c.sink.write_blocked() for c in self._consumers)
         return STORED if persistent else ENQUEUED
 
     def _classify(self, entry: QueueEntry) -> None:
@@ -384,8 +388,10 @@ class ClassicQueue:
                 self._deliver(consumer, entry)
         finally:
             self._dispatching = False
-        if self.flow_blocked and self.message_count <= FLOW_LOW:
-            self._release_publishers()
+        if self.message_count <= FLOW_LOW:
+            self.congested = False
+            if self.flow_blocked:
+                self._release_publishers()
 
     def _release_publishers(self) -> None:
         self.flow_blocked = False

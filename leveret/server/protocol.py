@@ -22,6 +22,9 @@ LOW_WATER = 1 << 18
 # Frames handled per event-loop turn for one connection. A publisher's 256 KiB read holds
 # thousands of frames; handling them in slices lets consumers' acks and deliveries interleave.
 FRAMES_PER_TURN = 300
+# A publisher to a queue whose consumers fall behind gets a tenth of that: on an idle node turns
+# come quickly and it hardly slows down; on a saturated one the consumers' acks get the time.
+CONGESTED_FRAMES_PER_TURN = 30
 
 
 class AMQPProtocol(asyncio.Protocol):
@@ -59,8 +62,14 @@ class AMQPProtocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self._last_received = time.monotonic()
         if self.session is not None and not self._closing:
-            self.session.data_received(data, FRAMES_PER_TURN)
+            self.session.data_received(data, self._budget())
             self._after_turn()
+
+    def _budget(self) -> int:
+        session = self.session
+        if session is not None and session.publishes_to_congested_queue:
+            return CONGESTED_FRAMES_PER_TURN
+        return FRAMES_PER_TURN
 
     def _after_turn(self) -> None:
         session = self.session
@@ -75,7 +84,7 @@ class AMQPProtocol(asyncio.Protocol):
         if self.session is None or self._closing:
             return
         if self._reading:
-            self.session.data_received(b"", FRAMES_PER_TURN)
+            self.session.data_received(b"", self._budget())
         self._after_turn()
 
     def _update_reading(self) -> None:

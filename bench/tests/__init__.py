@@ -1,0 +1,1 @@
+"""Tests of the benchmark kit itself (run with `pytest bench/tests`)."""
