@@ -58,7 +58,7 @@ def parse_response(mechanism: str, response: bytes) -> tuple[str, str]:
         login, password = table.get("LOGIN"), table.get("PASSWORD")
         if not isinstance(login, (str, bytes)) or not isinstance(password, (str, bytes)):
             raise SaslError("AMQPLAIN response lacks LOGIN or PASSWORD")
-        as_text = lambda v: v if isinstance(v, str) else v.decode("utf-8", "replace")  # noqa: E731
+        as_text = lambda v: v if isinstance(v, str) else v.decode("utf-8", "replace")
         return as_text(login), as_text(password)
     raise SaslError(f"unsupported mechanism {mechanism}")
 

@@ -70,4 +70,4 @@ def _cc(headers: dict[str, Any]) -> list[str]:
 
 
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)

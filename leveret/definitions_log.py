@@ -43,7 +43,7 @@ def _decode_value(value: Any) -> Any:
         if "$decimal" in value:
             return Decimal(value["$decimal"])
         if "$timestamp" in value:
-            return datetime.datetime.fromtimestamp(value["$timestamp"], datetime.timezone.utc)
+            return datetime.datetime.fromtimestamp(value["$timestamp"], datetime.UTC)
         if "$table" in value:
             return {key: _decode_value(item) for key, item in value["$table"].items()}
     if isinstance(value, list):
@@ -107,8 +107,7 @@ class DefinitionsLog:
         """Rewrite the journal as just the live definitions (atomically), then open it for appends."""
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w", encoding="utf-8") as handle:
-            for record in records:
-                handle.write(json.dumps({"op": "put", "record": record}) + "\n")
+            handle.writelines(json.dumps({"op": "put", "record": record}) + "\n" for record in records)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.path)

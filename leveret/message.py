@@ -14,7 +14,7 @@ _DELIVERY_MODE_BIT = 1 << 11  # property flag of delivery_mode (the 5th property
 class Message:
     """One published message; shared by every queue it is routed to."""
 
-    __slots__ = ("exchange", "routing_key", "header", "body", "stored_body", "_properties", "_exchange_and_key")
+    __slots__ = ("_exchange_and_key", "_properties", "body", "exchange", "header", "routing_key", "stored_body")
 
     def __init__(self, exchange: str, routing_key: str, header: bytes, body: bytes) -> None:
         self.exchange = exchange

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import platform
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from . import __version__
 from .amqp import methods as m
@@ -17,7 +18,12 @@ from .amqp.connection import (
     ProtocolHeaderReceived,
     ServerConnection,
 )
-from .amqp.constants import DEFAULT_CHANNEL_MAX, DEFAULT_FRAME_MAX, DEFAULT_HEARTBEAT, PROTOCOL_HEADER
+from .amqp.constants import (
+    DEFAULT_CHANNEL_MAX,
+    DEFAULT_FRAME_MAX,
+    DEFAULT_HEARTBEAT,
+    PROTOCOL_HEADER,
+)
 from .amqp.errors import AMQPError, ReplyCode, resource_locked
 from .amqp.frames import method_frame
 from .auth import MECHANISMS, SaslError, is_loopback, parse_response
@@ -43,14 +49,18 @@ CAPABILITIES = (
 )
 
 
-class Transport:
+class Transport(Protocol):
     """What a session needs from the IO layer."""
 
-    write: Callable[[bytes], None]
-    close: Callable[[], None]
-    close_after_grace: Callable[[], None]
-    heartbeat_negotiated: Callable[[int], None]
-    set_reading: Callable[[bool], None]
+    def write(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+    def close_after_grace(self) -> None: ...
+
+    def heartbeat_negotiated(self, seconds: int) -> None: ...
+
+    def set_reading(self, reading: bool) -> None: ...
 
 
 class Session:
@@ -89,7 +99,7 @@ class Session:
                 published = True
                 channel = channels.get(event.channel)  # type: ignore[union-attr]
                 if channel is not None:
-                    self._run(channel, channel.handle_publish, event)
+                    self._run(channel, channel.handle_publish, cast(ContentReceived, event))
             elif kind is MethodReceived:
                 self._method(event)  # type: ignore[arg-type]
             elif kind is ChannelFailed:

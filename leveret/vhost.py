@@ -7,11 +7,11 @@ from typing import Any
 
 from . import declare_rules as rules
 from .amqp.fields import argument_types
+from .dead_letter import dead_lettered, is_cycle
 from .definitions_log import DefinitionsLog, decode_arguments, encode_arguments
 from .exchanges import exchange_type
 from .exchanges.base import Binding
 from .exchanges.exchange import Exchange, predeclared_exchanges, unbind_everywhere
-from .dead_letter import dead_lettered, is_cycle
 from .message import Message
 from .persistence import MessageStores
 from .queues.classic import ClassicQueue

@@ -138,7 +138,7 @@ class ChannelState(Enum):
 class _Assembly:
     """A content-bearing method waiting for its header and body frames."""
 
-    __slots__ = ("method", "header", "remaining", "parts")
+    __slots__ = ("header", "method", "parts", "remaining")
 
     def __init__(self, method: Method) -> None:
         self.method = method

@@ -99,7 +99,7 @@ def decode_value(buf: bytes, offset: int, depth: int = 0) -> tuple[Any, int]:
     if kind == 0x54:  # 'T'
         (seconds,) = _UNPACK_Q(buf, offset)
         try:
-            stamp = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+            stamp = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
         except (OverflowError, OSError, ValueError):
             stamp = seconds  # out of datetime's range: keep the raw integer
         return stamp, offset + 8
@@ -212,7 +212,7 @@ def encode_value(value: Any) -> bytes:
     if isinstance(value, float):
         return b"d" + struct.pack(">d", value)
     if isinstance(value, Decimal):
-        sign, digits, exponent = value.as_tuple()
+        exponent = value.as_tuple().exponent
         scale = -int(exponent) if isinstance(exponent, int) and exponent < 0 else 0
         unscaled = int(value.scaleb(scale))
         return b"D" + struct.pack(">Bi", scale, unscaled)

@@ -28,7 +28,7 @@ def content_frames(
     channel: int, method_payload: bytes, header_payload: bytes, body: bytes, frame_max: int
 ) -> bytes:
     """Method, header and body frames of one message, as one buffer for one write."""
-    parts = [
+    parts: list[bytes | memoryview] = [
         _PACK_HEAD(FRAME_METHOD, channel, len(method_payload)),
         method_payload,
         FRAME_END_BYTE,

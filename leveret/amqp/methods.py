@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from .fields import (
     DecodeError,
     FieldTable,
+    decode_argument_table,
     decode_longstr_bytes,
     decode_shortstr,
-    decode_argument_table,
     encode_longstr,
     encode_shortstr,
     encode_table,

@@ -6,7 +6,14 @@ import struct
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .fields import DecodeError, FieldTable, decode_shortstr, decode_table, encode_shortstr, encode_table
+from .fields import (
+    DecodeError,
+    FieldTable,
+    decode_shortstr,
+    decode_table,
+    encode_shortstr,
+    encode_table,
+)
 
 _BODY_SIZE = struct.Struct(">Q")
 _UNPACK_Q = struct.Struct(">Q").unpack_from

@@ -43,18 +43,15 @@ def _run_server(args: argparse.Namespace) -> int:
     )
     from ..server.node import Node
 
-    try:
-        import uvloop
-    except ImportError:
-        uvloop = None
-
     async def main() -> None:
         await Node(config).run_until_signalled()
 
-    if uvloop is not None:
-        uvloop.run(main())
-    else:
+    try:
+        import uvloop
+    except ImportError:  # uvloop is optional: the standard loop works, a little slower
         asyncio.run(main())
+    else:
+        uvloop.run(main())
     return 0
 
 

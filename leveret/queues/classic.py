@@ -7,7 +7,8 @@ from __future__ import annotations
 import heapq
 import time
 from collections import deque
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from ..message import Message
 from ..store import QueueStore
@@ -67,7 +68,7 @@ class ClassicQueue:
         vhost: str,
         *,
         durable: bool = False,
-        exclusive_owner: object | None = None,
+        exclusive_owner: Any = None,
         auto_delete: bool = False,
         arguments: dict[str, Any] | None = None,
         store: QueueStore | None = None,

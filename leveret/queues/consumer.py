@@ -25,16 +25,16 @@ class DeliverySink(Protocol):
 
 class Consumer:
     __slots__ = (
+        "arguments",
+        "exclusive",
+        "in_flight",
+        "no_ack",
+        "prefetch",
+        "priority",
+        "queue",
+        "sink",
         "tag",
         "tag_bytes",
-        "sink",
-        "queue",
-        "no_ack",
-        "exclusive",
-        "priority",
-        "prefetch",
-        "in_flight",
-        "arguments",
     )
 
     def __init__(

@@ -8,7 +8,7 @@ from ..message import Message
 class QueueEntry:
     """A message in one queue: its sequence number there, priority, expiry, and delivery state."""
 
-    __slots__ = ("seq", "message", "redelivered", "stored", "priority", "expires_at")
+    __slots__ = ("expires_at", "message", "priority", "redelivered", "seq", "stored")
 
     def __init__(
         self,

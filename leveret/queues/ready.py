@@ -41,7 +41,7 @@ class FifoReady:
 class PriorityReady:
     """One FIFO per priority level; the highest non-empty level goes first."""
 
-    __slots__ = ("_levels", "_count", "_top")
+    __slots__ = ("_count", "_levels", "_top")
 
     def __init__(self, max_priority: int) -> None:
         self._levels: list[deque[QueueEntry]] = [deque() for _ in range(max_priority + 1)]
@@ -52,8 +52,7 @@ class PriorityReady:
         level = entry.priority
         self._levels[level].append(entry)
         self._count += 1
-        if level > self._top:
-            self._top = level
+        self._top = max(self._top, level)
 
     def _top_level(self) -> deque[QueueEntry]:
         levels = self._levels

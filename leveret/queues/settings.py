@@ -7,8 +7,9 @@ may only cap the numeric limits.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 Resolver = Callable[[Any, Any, Any], Any]
 

@@ -29,7 +29,7 @@ class Node:
         self.stores = MessageStores(config.data_path)
         self.broker = Broker(config, definitions=self.definitions, stores=self.stores)
         self.ports: dict[str, int] = {}
-        self._servers: list[asyncio.AbstractServer] = []
+        self._servers: list[asyncio.Server] = []
         self._monitor: MemoryMonitor | None = None
         self._disk_task: asyncio.Task[None] | None = None
 

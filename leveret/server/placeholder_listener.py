@@ -17,6 +17,6 @@ class _Placeholder(asyncio.Protocol):
         transport.close()
 
 
-async def start_placeholder(host: str, port: int) -> asyncio.AbstractServer:
+async def start_placeholder(host: str, port: int) -> asyncio.Server:
     loop = asyncio.get_running_loop()
     return await loop.create_server(_Placeholder, host, port, reuse_address=True)

@@ -13,8 +13,8 @@ from leveret.amqp.connection import (
     ConnectionFailed,
     ContentReceived,
     MethodReceived,
-    ServerConnection,
     S,
+    ServerConnection,
 )
 from leveret.amqp.constants import PROTOCOL_HEADER
 from leveret.amqp.fields import decode_table, encode_table

@@ -51,7 +51,7 @@ def test_kombu_producer_and_consumer(process: NodeProcess) -> None:
         def drain() -> bool:
             try:
                 conn.drain_events(timeout=0.2)
-            except socket.timeout:
+            except TimeoutError:
                 pass
             return len(received) == 10
 
