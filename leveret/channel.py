@@ -36,6 +36,8 @@ class Channel:
         self.consumer_prefetch = 0  # basic.qos global=false: the limit of each new consumer
         self.channel_prefetch = 0  # basic.qos global=true: shared by the channel's consumers
         self._next_delivery_tag = 1
+        # Unacknowledged consumer deliveries: what a global prefetch limits (basic.get's are not).
+        self._consumer_unacked = 0
         self.confirming = False
         self._publish_seq = 0  # last publish sequence number in confirm mode
         self._confirmed_upto = 0  # every sequence number up to this one has been acked
@@ -285,21 +287,19 @@ class Channel:
     # DeliverySink: what the queue asks of this channel.
 
     def can_deliver(self) -> bool:
-        if self.channel_prefetch and self._unacked_by_consumers() >= self.channel_prefetch:
+        if self.channel_prefetch and self._consumer_unacked >= self.channel_prefetch:
             return False
-        return self.session.writable
+        return self.session.writable and not self.closed
 
     def write_blocked(self) -> bool:
         return not self.session.writable
-
-    def _unacked_by_consumers(self) -> int:
-        return len(self.unacked)
 
     def deliver(self, consumer: Consumer, queue: ClassicQueue, entry: QueueEntry) -> None:
         tag = self._next_delivery_tag
         self._next_delivery_tag = tag + 1
         if not consumer.no_ack:
             self.unacked[tag] = (queue, entry, consumer)
+            self._consumer_unacked += 1
         message = entry.message
         self.session.write(
             deliver_frames(
@@ -398,6 +398,7 @@ class Channel:
             queue.settle(entry)
             if consumer is not None:
                 consumer.in_flight -= 1
+                self._consumer_unacked -= 1
             if not touched or touched[-1] is not queue:
                 touched.append(queue)
         self._after_settle(touched)
@@ -411,6 +412,7 @@ class Channel:
             queue.reject(entry)
             if consumer is not None:
                 consumer.in_flight -= 1
+                self._consumer_unacked -= 1
             if not touched or touched[-1] is not queue:
                 touched.append(queue)
         self._after_settle(touched)
@@ -420,6 +422,7 @@ class Channel:
         for queue, entry, consumer in records:
             if consumer is not None:
                 consumer.in_flight -= 1
+                self._consumer_unacked -= 1
             by_queue.setdefault(queue, []).append(entry)
         for queue, entries in by_queue.items():
             queue.requeue(entries)
@@ -636,13 +639,15 @@ class Channel:
             return
         self.closed = True
         self._stop_replies()
-        consumers, self.consumers = self.consumers, {}
-        for consumer in consumers.values():
-            consumer.queue.remove_consumer(consumer)
+        # Requeue first, while this channel's consumers still hold their places: a single active
+        # consumer's successor must get the requeued (older) messages before the ready ones.
         records = list(self.unacked.values())
         self.unacked.clear()
         if records:
             self._requeue(records)
+        consumers, self.consumers = self.consumers, {}
+        for consumer in consumers.values():
+            consumer.queue.remove_consumer(consumer)
 
 
 _MAX_EXPIRATION_MS = 315_360_000_000  # ten years, RabbitMQ's bound on TTLs

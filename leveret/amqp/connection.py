@@ -30,6 +30,7 @@ _UNPACK_HEAD = _FRAME_HEAD.unpack_from
 _UNPACK_I = struct.Struct(">I").unpack_from
 _UNPACK_QB = struct.Struct(">QB").unpack_from
 _UNPACK_HHQ = struct.Struct(">HHQ").unpack_from
+_CLOSE_IDS = (struct.pack(">HH", 10, 50), struct.pack(">HH", 10, 51))
 _PUBLISH_KEY = (60 << 16) | 40
 _ACK_KEY = (60 << 16) | 80
 
@@ -247,6 +248,8 @@ class ServerConnection:
     @property
     def has_buffered_frames(self) -> bool:
         """Whether a complete frame is waiting in the buffer (after a bounded receive_data)."""
+        if self._lost_sync or self.state is _CLOSED:
+            return False
         buffer, offset = self._buffer, self._offset
         if len(buffer) - offset < 7:
             return False
@@ -273,6 +276,16 @@ class ServerConnection:
 
     def _handle_frame(self, kind: int, channel: int, payload: bytes, events: list[Event]) -> None:
         state = self.state
+        if state is S.CLOSING:
+            # Our connection.close is out: only the peer's close or close-ok still matter.
+            if channel == 0 and kind == FRAME_METHOD and payload[:4] in _CLOSE_IDS:
+                try:
+                    method = decode_method(payload)
+                except DecodeError:
+                    return
+                self.state = CHANNEL_ZERO_TRANSITIONS[(S.CLOSING, type(method))]
+                events.append(MethodReceived(0, method))
+            return
         if kind == FRAME_HEARTBEAT:
             if channel != 0:
                 self._fail(events, _unexpected_frame(kind, payload), False)
@@ -510,6 +523,7 @@ class ServerConnection:
     def close_connection(self, error: AMQPError) -> bytes:
         """connection.close for a hard error, or a node-initiated close (320)."""
         self.state = S.CLOSING
+        self._assemblies.clear()
         class_id, method_id = error.method
         return method_frame(0, m.ConnectionClose(int(error.code), error.reply_text, class_id, method_id))
 
