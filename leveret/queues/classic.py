@@ -114,6 +114,10 @@ class ClassicQueue:
         # Consumer groups by priority, highest first; each deque rotates for round-robin.
         self._groups: list[tuple[int, deque[Consumer]]] = []
         self._consumers: list[Consumer] = []  # registration order (single active consumer)
+        # With single active consumer, a cancelled active consumer keeps the queue until its
+        # unacknowledged messages are settled, as in RabbitMQ 3.10: its successor then gets the
+        # requeued messages first.
+        self._sac_holder: Consumer | None = None
         self._dispatching = False
         self.flow_blocked = False
         self.congested = False
@@ -300,6 +304,8 @@ class ClassicQueue:
     def remove_consumer(self, consumer: Consumer) -> None:
         if consumer not in self._consumers:
             return
+        if self.single_active_consumer and self._consumers[0] is consumer and consumer.in_flight:
+            self._sac_holder = consumer
         self._consumers.remove(consumer)
         for index, (_, group) in enumerate(self._groups):
             if consumer in group:
@@ -326,6 +332,11 @@ class ClassicQueue:
 
     def _pick_consumer(self) -> Consumer | None:
         if self.single_active_consumer:
+            holder = self._sac_holder
+            if holder is not None:
+                if holder.in_flight:
+                    return None
+                self._sac_holder = None
             consumer = self._consumers[0] if self._consumers else None
             return consumer if consumer is not None and consumer.has_capacity() else None
         for _, group in self._groups:
