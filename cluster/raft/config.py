@@ -1,0 +1,27 @@
+"""Tunables of a Raft node, counted in ticks of the caller's clock."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RaftConfig:
+    """Timing and batching settings; the defaults suit a 100 ms tick."""
+
+    # A follower campaigns after a random number of ticks in [election_tick, 2 * election_tick).
+    election_tick: int = 10
+    heartbeat_tick: int = 1
+    pre_vote: bool = True
+    check_quorum: bool = True
+    max_entries_per_message: int = 256
+    # Append messages a leader keeps in flight to one follower before waiting for acks.
+    max_inflight: int = 64
+    # Ticks a leader waits for a snapshot to be acknowledged before offering it again.
+    snapshot_retry_ticks: int = 20
+
+    def __post_init__(self) -> None:
+        if self.heartbeat_tick < 1 or self.election_tick <= self.heartbeat_tick:
+            raise ValueError("need 1 <= heartbeat_tick < election_tick")
+        if self.max_entries_per_message < 1 or self.max_inflight < 1:
+            raise ValueError("max_entries_per_message and max_inflight must be positive")
