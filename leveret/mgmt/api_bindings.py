@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from ..amqp.errors import AMQPError
 from ..declare_rules import EXCHANGE_BIND, EXCHANGE_UNBIND, QUEUE_BIND, QUEUE_UNBIND
 from ..exchanges.base import Binding
 from ..vhost import VirtualHost
-from .access import login_vhosts, require_vhost
+from .access import login_vhosts
 from .api_exchanges import exchange_name
 from .api_queues import check_permission
 from .context import NO_CONTENT, Context, Reply, Route, not_found_unless, ok
@@ -20,11 +20,6 @@ from .listing import list_response
 _KINDS = {"q": "queue", "e": "exchange"}
 
 
-def _vhost(ctx: Context) -> VirtualHost:
-    name = ctx.param("vhost")
-    require_vhost(ctx.broker, ctx.caller, name)
-    return ctx.broker.vhosts[name]
-
 
 def list_all(ctx: Context) -> Reply:
     found: list[dict[str, Any]] = []
@@ -34,11 +29,13 @@ def list_all(ctx: Context) -> Reply:
 
 
 def list_vhost(ctx: Context) -> Reply:
-    return ok(list_response(list(vhost_bindings(_vhost(ctx))), ctx.query, pageable=False, default_sort=()))
+    return ok(
+        list_response(list(vhost_bindings(ctx.vhost())), ctx.query, pageable=False, default_sort=())
+    )
 
 
 def _ends(ctx: Context, kind_letter: str) -> tuple[VirtualHost, str, str, str]:
-    vhost = _vhost(ctx)
+    vhost = ctx.vhost()
     source = exchange_name(ctx.param("source"))
     destination = ctx.param("destination")
     kind = _KINDS[kind_letter]
@@ -47,14 +44,16 @@ def _ends(ctx: Context, kind_letter: str) -> tuple[VirtualHost, str, str, str]:
     return vhost, source, destination, kind
 
 
-def _between(vhost: VirtualHost, source: str, destination: str, kind: str) -> list[tuple[dict[str, Any], Binding | None]]:
+def _between(
+    vhost: VirtualHost, source: str, destination: str, kind: str
+) -> list[tuple[dict[str, Any], Binding | None]]:
     """The bindings from source to destination, each with the binding itself (None for the
     default exchange's implicit binding)."""
     if not source:
         if kind == "queue" and destination in vhost.queues:
             return [(binding_json(vhost.name, "", destination, "queue", destination, {}), None)]
         return []
-    found = []
+    found: list[tuple[dict[str, Any], Binding | None]] = []
     for binding in vhost.exchanges[source].bindings():
         if binding.destination == destination and binding.destination_kind == kind:
             shown = binding_json(
@@ -76,7 +75,7 @@ def _lister(kind_letter: str) -> Any:
 
 def _creator(kind_letter: str) -> Any:
     def handler(ctx: Context) -> Reply:
-        vhost = _vhost(ctx)
+        vhost = ctx.vhost()
         source = exchange_name(ctx.param("source"))
         destination = ctx.param("destination")
         kind = _KINDS[kind_letter]
@@ -98,10 +97,17 @@ def _creator(kind_letter: str) -> Any:
     return handler
 
 
-def _binding_of(ctx: Context, kind_letter: str) -> tuple[VirtualHost, dict[str, Any], Binding | None]:
+def _binding_of(
+    ctx: Context, kind_letter: str
+) -> tuple[VirtualHost, dict[str, Any], Binding | None]:
     vhost, source, destination, kind = _ends(ctx, kind_letter)
     wanted = ctx.param("props")
-    found = [pair for pair in _between(vhost, source, destination, kind) if pair[0]["properties_key"] == wanted]
+    # The key is URL-quoted in answers and decoded once more when it comes back in a path.
+    found = [
+        pair
+        for pair in _between(vhost, source, destination, kind)
+        if wanted in (pair[0]["properties_key"], unquote(pair[0]["properties_key"]))
+    ]
     not_found_unless(bool(found))
     shown, binding = found[0]
     return vhost, shown, binding
@@ -126,7 +132,12 @@ def _deleter(kind_letter: str) -> Any:
         method = QUEUE_UNBIND if kind == "queue" else EXCHANGE_UNBIND
         try:
             vhost.unbind(
-                binding.source, binding.destination, kind, binding.routing_key, binding.argument_table(), method
+                binding.source,
+                binding.destination,
+                kind,
+                binding.routing_key,
+                binding.argument_table(),
+                method,
             )
         except AMQPError as error:
             raise from_amqp(error) from None

@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING
 
 from .access import login_vhosts, require_vhost, sees_user_objects
 from .broker_ops import force_close
-from .connection_view import channel_json, channel_name, connection_json, connection_name, consumer_json
+from .connection_view import (
+    channel_json,
+    channel_name,
+    connection_json,
+    connection_name,
+    consumer_json,
+)
 from .context import NO_CONTENT, Context, Reply, Route, not_found_unless, ok
 from .errors import not_authorised
 from .listing import list_response, select_columns
@@ -55,7 +61,11 @@ def _connection(ctx: Context) -> Session:
     wanted = ctx.param("name")
     ctx.state.observe()
     for session in list(ctx.broker.sessions):
-        if session.vhost is not None and not session.closed and connection_name(session, ctx.state) == wanted:
+        if (
+            session.vhost is not None
+            and not session.closed
+            and connection_name(session, ctx.state) == wanted
+        ):
             if not sees_user_objects(ctx.caller, session.username):
                 raise not_authorised("User not authorised to access object")
             return session
@@ -103,7 +113,9 @@ def show_channel(ctx: Context) -> Reply:
                 if not sees_user_objects(ctx.caller, session.username):
                     raise not_authorised("User not authorised to access object")
                 shown = channel_json(channel, ctx.state, _node(ctx))
-                shown["consumer_details"] = [consumer_json(c, ctx.state, _node(ctx)) for c in channel.consumers.values()]
+                shown["consumer_details"] = [
+                    consumer_json(c, ctx.state, _node(ctx)) for c in channel.consumers.values()
+                ]
                 shown["deliveries"] = []
                 shown["publishes"] = []
                 return ok(select_columns(shown, ctx.query.get("columns")))
@@ -125,7 +137,9 @@ def _consumers(ctx: Context, vhosts: list[str]) -> Reply:
 
 
 def list_consumers(ctx: Context) -> Reply:
-    vhosts = list(ctx.broker.vhosts) if ctx.caller.is_monitor else login_vhosts(ctx.broker, ctx.caller)
+    vhosts = (
+        list(ctx.broker.vhosts) if ctx.caller.is_monitor else login_vhosts(ctx.broker, ctx.caller)
+    )
     return _consumers(ctx, vhosts)
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import quote
 
 from .. import __version__
 from ..amqp.errors import AMQPError
 from ..broker import Broker
-from ..declare_rules import EXCHANGE_DECLARE, QUEUE_BIND, QUEUE_DECLARE
+from ..declare_rules import EXCHANGE_BIND, EXCHANGE_DECLARE, QUEUE_BIND, QUEUE_DECLARE
 from ..exchanges.exchange import is_predeclared
 from .access import require_admin, require_vhost
 from .api_policies import apply_parameter
@@ -16,6 +17,7 @@ from .api_queues import ApiOwner
 from .api_users import HASHING_ALGORITHM, apply_permission, apply_topic_permission, apply_user
 from .api_vhosts import parse_tags
 from .context import NO_CONTENT, Context, Reply, Route
+from .definitions_registry import PolicyKind
 from .errors import ApiError, bad_request
 from .json_values import jsonable
 from .node_view import COMPATIBLE_RABBITMQ_VERSION, PRODUCT_NAME
@@ -33,7 +35,11 @@ def _queues(broker: Broker, vhost: str, with_vhost: bool) -> list[dict[str, Any]
         if with_vhost:
             entry["vhost"] = vhost
         entry.update(
-            {"durable": queue.durable, "auto_delete": queue.auto_delete, "arguments": jsonable(queue.arguments)}
+            {
+                "durable": queue.durable,
+                "auto_delete": queue.auto_delete,
+                "arguments": jsonable(queue.arguments),
+            }
         )
         found.append(entry)
     return found
@@ -76,12 +82,10 @@ def _bindings(broker: Broker, vhost: str, with_vhost: bool) -> list[dict[str, An
                 }
             )
             found.append(entry)
-    found.sort(key=lambda b: (b["source"], b["destination_type"], b["destination"], b["routing_key"]))
+    found.sort(
+        key=lambda b: (b["source"], b["destination_type"], b["destination"], b["routing_key"])
+    )
     return found
-
-
-def _without_vhost(item: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in item.items() if key != "vhost"}
 
 
 def export_all(ctx: Context) -> Reply:
@@ -98,15 +102,8 @@ def export_all(ctx: Context) -> Reply:
                 "limits": dict(registry.user_limits.get(user.name, {})),
             }
         )
-    vhosts = []
-    for name in broker.vhosts:
-        entry: dict[str, Any] = {"name": name}
-        metadata = registry.vhost_metadata.get(name)
-        if metadata is not None and (metadata.description or metadata.tags):
-            entry["description"] = metadata.description
-            entry["tags"] = list(metadata.tags)
-            entry["metadata"] = {"description": metadata.description, "tags": list(metadata.tags)}
-        vhosts.append(entry)
+    # RabbitMQ 3.10 exports vhosts by name only, and no operator policies.
+    vhosts = [{"name": name} for name in broker.vhosts]
     document: dict[str, Any] = {
         "rabbit_version": COMPATIBLE_RABBITMQ_VERSION,
         "rabbitmq_version": COMPATIBLE_RABBITMQ_VERSION,
@@ -123,15 +120,14 @@ def export_all(ctx: Context) -> Reply:
             for (u, v, e), (w, r) in registry.topic_permissions.items()
         ],
         "parameters": [p.as_json() for p in registry.parameters()],
-        "global_parameters": [{"name": n, "value": v} for n, v in registry.global_parameters.items()],
+        "global_parameters": [
+            {"name": n, "value": v} for n, v in registry.global_parameters.items()
+        ],
         "policies": [p.as_json() for p in registry.policies("policy")],
         "queues": [q for name in broker.vhosts for q in _queues(broker, name, True)],
         "exchanges": [e for name in broker.vhosts for e in _exchanges(broker, name, True)],
         "bindings": [b for name in broker.vhosts for b in _bindings(broker, name, True)],
     }
-    operator_policies = registry.policies("operator_policy")
-    if operator_policies:
-        document["operator_policies"] = [p.as_json() for p in operator_policies]
     return _download(ctx, document)
 
 
@@ -143,8 +139,8 @@ def export_vhost(ctx: Context) -> Reply:
     registry = ctx.state.registry
     document = {
         "rabbit_version": COMPATIBLE_RABBITMQ_VERSION,
-        "parameters": [_without_vhost(p.as_json()) for p in registry.parameters(vhost=vhost)],
-        "policies": [_without_vhost(p.as_json()) for p in registry.policies("policy", vhost)],
+        "parameters": [p.as_json() for p in registry.parameters(vhost=vhost)],
+        "policies": [p.as_json() for p in registry.policies("policy", vhost)],
         "queues": _queues(ctx.broker, vhost, False),
         "exchanges": _exchanges(ctx.broker, vhost, False),
         "bindings": _bindings(ctx.broker, vhost, False),
@@ -156,7 +152,8 @@ def _download(ctx: Context, document: dict[str, Any]) -> Reply:
     reply = Reply(200, document)
     filename = ctx.query.get("download")
     if filename:
-        reply.headers.append(("content-disposition", f"attachment; filename={filename}"))
+        safe = quote(filename, safe="._-")
+        reply.headers.append(("content-disposition", f"attachment; filename={safe}"))
     return reply
 
 
@@ -187,44 +184,67 @@ def _vhost_of(ctx: Context, item: dict[str, Any], forced: str | None) -> str:
     return vhost
 
 
-def import_definitions(ctx: Context, document: dict[str, Any], forced_vhost: str | None = None) -> None:
+def import_definitions(
+    ctx: Context, document: dict[str, Any], forced_vhost: str | None = None
+) -> None:
     """Apply definitions in dependency order; objects that already exist are left as they are,
     and bindings whose ends are missing are skipped, as RabbitMQ does."""
-    broker, registry = ctx.broker, ctx.state.registry
     if forced_vhost is None:
-        for user in _items(document, "users"):
-            apply_user(ctx, str(user["name"]), user)
-        for vhost in _items(document, "vhosts"):
-            name = str(vhost["name"])
-            broker.add_vhost(name)
-            metadata = registry.metadata(name)
-            nested = vhost.get("metadata") if isinstance(vhost.get("metadata"), dict) else {}
-            description = vhost.get("description", nested.get("description"))  # type: ignore[union-attr]
-            tags = vhost.get("tags", nested.get("tags"))  # type: ignore[union-attr]
-            if description is not None:
-                metadata.description = str(description)
-            if tags is not None:
-                metadata.tags = parse_tags(tags)
-        for permission in _items(document, "permissions"):
-            apply_permission(ctx, str(permission["user"]), str(permission["vhost"]), permission)
-        for topic in _items(document, "topic_permissions"):
-            apply_topic_permission(ctx, str(topic["user"]), str(topic["vhost"]), topic)
-        for parameter in _items(document, "global_parameters"):
-            registry.global_parameters[str(parameter["name"])] = parameter.get("value")
+        _import_access(ctx, document)
+    _import_policies(ctx, document, forced_vhost)
+    _import_queues(ctx, document, forced_vhost)
+    _import_exchanges(ctx, document, forced_vhost)
+    _import_bindings(ctx, document, forced_vhost)
+
+
+def _import_access(ctx: Context, document: dict[str, Any]) -> None:
+    registry = ctx.state.registry
+    for user in _items(document, "users"):
+        apply_user(ctx, str(user["name"]), user)
+    for entry in _items(document, "vhosts"):
+        name = str(entry["name"])
+        ctx.broker.add_vhost(name)
+        metadata = registry.metadata(name)
+        nested = entry.get("metadata")
+        nested = nested if isinstance(nested, dict) else {}
+        description = entry.get("description", nested.get("description"))
+        tags = entry.get("tags", nested.get("tags"))
+        if description is not None:
+            metadata.description = str(description)
+        if tags is not None:
+            metadata.tags = parse_tags(tags)
+    for permission in _items(document, "permissions"):
+        apply_permission(ctx, str(permission["user"]), str(permission["vhost"]), permission)
+    for topic in _items(document, "topic_permissions"):
+        apply_topic_permission(ctx, str(topic["user"]), str(topic["vhost"]), topic)
+    for parameter in _items(document, "global_parameters"):
+        registry.global_parameters[str(parameter["name"])] = parameter.get("value")
+
+
+def _import_policies(ctx: Context, document: dict[str, Any], forced_vhost: str | None) -> None:
     for parameter in _items(document, "parameters"):
-        vhost = _vhost_of(ctx, parameter, forced_vhost)
-        apply_parameter(ctx, str(parameter["component"]), vhost, str(parameter["name"]), parameter)
-    for kind, key in (("policy", "policies"), ("operator_policy", "operator_policies")):
+        vhost_name = _vhost_of(ctx, parameter, forced_vhost)
+        apply_parameter(
+            ctx, str(parameter["component"]), vhost_name, str(parameter["name"]), parameter
+        )
+    kinds: tuple[tuple[PolicyKind, str], ...] = (
+        ("policy", "policies"),
+        ("operator_policy", "operator_policies"),
+    )
+    for kind, key in kinds:
         for item in _items(document, key):
-            vhost = _vhost_of(ctx, item, forced_vhost)
+            vhost_name = _vhost_of(ctx, item, forced_vhost)
             name = str(item.get("name", ""))
             try:
-                policy = parse_policy(kind, vhost, name, item)  # type: ignore[arg-type]
+                policy = parse_policy(kind, vhost_name, name, item)
             except PolicyInvalid as invalid:
-                raise bad_request(f"{invalid} ({vhost}/{name})") from None
-            registry.set_policy(kind, policy)  # type: ignore[arg-type]
+                raise bad_request(f"{invalid} ({vhost_name}/{name})") from None
+            ctx.state.registry.set_policy(kind, policy)
+
+
+def _import_queues(ctx: Context, document: dict[str, Any], forced_vhost: str | None) -> None:
     for queue in _items(document, "queues"):
-        vhost = broker.vhosts[_vhost_of(ctx, queue, forced_vhost)]
+        vhost = ctx.broker.vhosts[_vhost_of(ctx, queue, forced_vhost)]
         name = str(queue["name"])
         if name in vhost.queues:
             continue
@@ -241,8 +261,11 @@ def import_definitions(ctx: Context, document: dict[str, Any], forced_vhost: str
             )
         except AMQPError as error:
             raise bad_request(error.text) from None
+
+
+def _import_exchanges(ctx: Context, document: dict[str, Any], forced_vhost: str | None) -> None:
     for exchange in _items(document, "exchanges"):
-        vhost = broker.vhosts[_vhost_of(ctx, exchange, forced_vhost)]
+        vhost = ctx.broker.vhosts[_vhost_of(ctx, exchange, forced_vhost)]
         name = str(exchange["name"])
         if name in vhost.exchanges:
             continue
@@ -259,17 +282,25 @@ def import_definitions(ctx: Context, document: dict[str, Any], forced_vhost: str
             )
         except AMQPError as error:
             raise bad_request(error.text) from None
+
+
+def _import_bindings(ctx: Context, document: dict[str, Any], forced_vhost: str | None) -> None:
     for binding in _items(document, "bindings"):
-        vhost = broker.vhosts[_vhost_of(ctx, binding, forced_vhost)]
+        vhost = ctx.broker.vhosts[_vhost_of(ctx, binding, forced_vhost)]
         kind = str(binding.get("destination_type", "queue"))
         source, destination = str(binding["source"]), str(binding["destination"])
         ends = vhost.queues if kind == "queue" else vhost.exchanges
-        if source not in vhost.exchanges or destination not in ends or not source:
+        if not source or source not in vhost.exchanges or destination not in ends:
             continue
+        method = QUEUE_BIND if kind == "queue" else EXCHANGE_BIND
         try:
             vhost.bind(
-                source, destination, kind, str(binding.get("routing_key", "")),
-                dict(binding.get("arguments") or {}), QUEUE_BIND,
+                source,
+                destination,
+                kind,
+                str(binding.get("routing_key", "")),
+                dict(binding.get("arguments") or {}),
+                method,
             )
         except AMQPError as error:
             raise bad_request(error.text) from None

@@ -6,9 +6,18 @@ from typing import TYPE_CHECKING, Any
 
 from ..amqp.errors import AMQPError
 from ..declare_rules import BASIC_PUBLISH, EXCHANGE_DECLARE, EXCHANGE_DELETE
-from .access import login_vhosts, require_vhost
+from .access import login_vhosts
 from .api_queues import check_permission, truthy
-from .context import NO_CONTENT, Context, Reply, Route, created_or_updated, not_found_unless, ok, require_keys
+from .context import (
+    NO_CONTENT,
+    Context,
+    Reply,
+    Route,
+    created_or_updated,
+    not_found_unless,
+    ok,
+    require_keys,
+)
 from .errors import bad_request, from_amqp
 from .exchange_view import exchange_json, vhost_bindings
 from .listing import list_response, select_columns
@@ -26,14 +35,9 @@ def exchange_name(in_url: str) -> str:
     return "" if in_url == DEFAULT_EXCHANGE_IN_URLS else in_url
 
 
-def _vhost(ctx: Context) -> VirtualHost:
-    name = ctx.param("vhost")
-    require_vhost(ctx.broker, ctx.caller, name)
-    return ctx.broker.vhosts[name]
-
 
 def _exchange(ctx: Context) -> tuple[VirtualHost, Exchange]:
-    vhost = _vhost(ctx)
+    vhost = ctx.vhost()
     exchange = vhost.exchanges.get(exchange_name(ctx.param("name")))
     not_found_unless(exchange is not None)
     assert exchange is not None
@@ -41,7 +45,7 @@ def _exchange(ctx: Context) -> tuple[VirtualHost, Exchange]:
 
 
 def _list(ctx: Context, vhosts: list[str]) -> Reply:
-    items = []
+    items: list[dict[str, Any]] = []
     for name in vhosts:
         vhost = ctx.broker.vhosts[name]
         items.extend(exchange_json(e, name, ctx.state) for e in vhost.exchanges.values())
@@ -53,16 +57,20 @@ def list_all(ctx: Context) -> Reply:
 
 
 def list_vhost(ctx: Context) -> Reply:
-    return _list(ctx, [_vhost(ctx).name])
+    return _list(ctx, [ctx.vhost().name])
 
 
 def show(ctx: Context) -> Reply:
     vhost, exchange = _exchange(ctx)
-    return ok(select_columns(exchange_json(exchange, vhost.name, ctx.state, detailed=True), ctx.query.get("columns")))
+    return ok(
+        select_columns(
+            exchange_json(exchange, vhost.name, ctx.state, detailed=True), ctx.query.get("columns")
+        )
+    )
 
 
 def declare(ctx: Context) -> Reply:
-    vhost = _vhost(ctx)
+    vhost = ctx.vhost()
     name = exchange_name(ctx.param("name"))
     body = ctx.json_body()
     arguments = body.get("arguments") or {}
@@ -92,7 +100,9 @@ def delete(ctx: Context) -> Reply:
     vhost, exchange = _exchange(ctx)
     check_permission(ctx, "configure", vhost.name, exchange.name, "exchange")
     try:
-        vhost.delete_exchange(exchange.name, if_unused=truthy(ctx.query.get("if-unused")), method=EXCHANGE_DELETE)
+        vhost.delete_exchange(
+            exchange.name, if_unused=truthy(ctx.query.get("if-unused")), method=EXCHANGE_DELETE
+        )
     except AMQPError as error:
         raise from_amqp(error) from None
     ctx.state.actors.pop(("exchange", vhost.name, exchange.name), None)
@@ -101,7 +111,7 @@ def delete(ctx: Context) -> Reply:
 
 def publish(ctx: Context) -> Reply:
     """POST .../publish: route one message; answers whether it reached any queue."""
-    vhost = _vhost(ctx)
+    vhost = ctx.vhost()
     name = exchange_name(ctx.param("name"))
     body = ctx.json_body()
     require_keys(body, "routing_key", "properties", "payload", "payload_encoding")
@@ -113,7 +123,9 @@ def publish(ctx: Context) -> Reply:
         raise bad_request(
             f"user_id property set to '{properties.user_id}' but authenticated user was '{ctx.caller.name}'"
         )
-    message = message_from_json(name, routing_key, properties, body["payload"], str(body["payload_encoding"]))
+    message = message_from_json(
+        name, routing_key, properties, body["payload"], str(body["payload_encoding"])
+    )
     check_permission(ctx, "write", vhost.name, name, "exchange")
     try:
         queues = vhost.route(name, routing_key, message, BASIC_PUBLISH)
@@ -137,7 +149,9 @@ def bindings_as_source(ctx: Context) -> Reply:
 
 
 def bindings_as_destination(ctx: Context) -> Reply:
-    return _bindings_where(ctx, lambda b, name: b["destination_type"] == "exchange" and b["destination"] == name)
+    return _bindings_where(
+        ctx, lambda b, name: b["destination_type"] == "exchange" and b["destination"] == name
+    )
 
 
 ROUTES = [

@@ -27,7 +27,9 @@ def _alarms(ctx: Context, reason: str) -> Reply:
     if not alarms:
         return ok({"status": "ok"})
     node = ctx.broker.config.node_name
-    return _failed({"reason": reason, "alarms": [{"node": node, "resource": alarm} for alarm in alarms]})
+    return _failed(
+        {"reason": reason, "alarms": [{"node": node, "resource": alarm} for alarm in alarms]}
+    )
 
 
 def alarms(ctx: Context) -> Reply:
@@ -110,6 +112,8 @@ ROUTES = [
     Route("api/health/checks/virtual-hosts", {"GET": virtual_hosts}),
     Route("api/health/checks/node-is-quorum-critical", {"GET": single_node_ok}),
     Route("api/health/checks/node-is-mirror-sync-critical", {"GET": single_node_ok}),
-    Route("api/health/checks/certificate-expiration/{within}/{unit}", {"GET": certificate_expiration}),
+    Route(
+        "api/health/checks/certificate-expiration/{within}/{unit}", {"GET": certificate_expiration}
+    ),
     Route("api/aliveness-test/{vhost}", {"GET": aliveness}),
 ]

@@ -11,14 +11,20 @@ from .node_view import node_json, overview_json
 
 
 def overview(ctx: Context) -> Reply:
-    vhosts = list(ctx.broker.vhosts) if ctx.caller.is_admin else login_vhosts(ctx.broker, ctx.caller)
+    vhosts = (
+        list(ctx.broker.vhosts) if ctx.caller.is_admin else login_vhosts(ctx.broker, ctx.caller)
+    )
     shown = overview_json(ctx.broker, ctx.state, ctx.caller, vhosts)
     return ok(select_columns(shown, ctx.query.get("columns")))
 
 
 def list_nodes(ctx: Context) -> Reply:
     require_monitor(ctx.caller)
-    return ok(list_response([node_json(ctx.broker, ctx.state)], ctx.query, pageable=False, default_sort=("name",)))
+    return ok(
+        list_response(
+            [node_json(ctx.broker, ctx.state)], ctx.query, pageable=False, default_sort=("name",)
+        )
+    )
 
 
 def show_node(ctx: Context) -> Reply:

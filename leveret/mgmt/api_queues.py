@@ -6,8 +6,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..amqp.errors import AMQPError
 from ..declare_rules import MAX_NAME_BYTES, QUEUE_DECLARE
-from .access import login_vhosts, require_vhost
-from .context import NO_CONTENT, Context, Reply, Route, created_or_updated, not_found_unless, ok, require_keys
+from .access import login_vhosts
+from .context import (
+    NO_CONTENT,
+    Context,
+    Reply,
+    Route,
+    created_or_updated,
+    not_found_unless,
+    ok,
+    require_keys,
+)
 from .errors import bad_request, from_amqp, not_authorised
 from .exchange_view import binding_json
 from .listing import list_response, select_columns
@@ -16,9 +25,13 @@ from .queue_view import queue_basic_json, queue_json
 
 if TYPE_CHECKING:
     from ..queues.classic import ClassicQueue
-    from ..vhost import VirtualHost
 
-_ACK_MODES = ("ack_requeue_true", "ack_requeue_false", "reject_requeue_true", "reject_requeue_false")
+_ACK_MODES = (
+    "ack_requeue_true",
+    "ack_requeue_false",
+    "reject_requeue_true",
+    "reject_requeue_false",
+)
 
 
 class ApiOwner:
@@ -35,20 +48,17 @@ def truthy(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.lower() == "true")
 
 
-def _vhost(ctx: Context) -> VirtualHost:
-    name = ctx.param("vhost")
-    require_vhost(ctx.broker, ctx.caller, name)
-    return ctx.broker.vhosts[name]
-
 
 def _queue(ctx: Context) -> ClassicQueue:
-    queue = _vhost(ctx).queues.get(ctx.param("name"))
+    queue = ctx.vhost().queues.get(ctx.param("name"))
     not_found_unless(queue is not None)
     assert queue is not None
     return queue
 
 
-def check_permission(ctx: Context, kind: str, vhost: str, resource: str, resource_kind: str) -> None:
+def check_permission(
+    ctx: Context, kind: str, vhost: str, resource: str, resource_kind: str
+) -> None:
     """AMQP permissions apply to what a user does through the API (administrators included,
     when they have permissions in the vhost; administrators without any are let through)."""
     caller = ctx.caller
@@ -64,12 +74,13 @@ def _list(ctx: Context, vhosts: list[str]) -> Reply:
     node = ctx.broker.config.node_name
     figures = ctx.state.figures()
     plain = truthy(ctx.query.get("disable_stats"))
+    totals = truthy(ctx.query.get("enable_queue_totals"))
     items = []
     for queue, figure in figures.items():
         if queue.vhost not in vhosts:
             continue
         if plain:
-            items.append(queue_basic_json(queue, figure, ctx.state, node))
+            items.append(queue_basic_json(queue, figure, ctx.state, node, totals=totals))
         else:
             items.append(queue_json(queue, figure, ctx.state, node))
     return ok(list_response(items, ctx.query))
@@ -80,18 +91,18 @@ def list_all(ctx: Context) -> Reply:
 
 
 def list_vhost(ctx: Context) -> Reply:
-    return _list(ctx, [_vhost(ctx).name])
+    return _list(ctx, [ctx.vhost().name])
 
 
 def show(ctx: Context) -> Reply:
     queue = _queue(ctx)
-    figure = ctx.state.figures()[queue]
+    figure = ctx.state.figure(queue)
     shown = queue_json(queue, figure, ctx.state, ctx.broker.config.node_name, detailed=True)
     return ok(select_columns(shown, ctx.query.get("columns")))
 
 
 def declare(ctx: Context) -> Reply:
-    vhost = _vhost(ctx)
+    vhost = ctx.vhost()
     name = ctx.param("name")
     size = len(name.encode("utf-8"))
     if size > MAX_NAME_BYTES:
@@ -164,8 +175,10 @@ def get_messages(ctx: Context) -> Reply:
     if ackmode.endswith("requeue_true"):
         if taken:
             queue.requeue(taken)
+    elif ackmode.startswith("reject"):
+        for entry in taken:
+            queue.reject(entry)  # dead-lettered as "rejected" where the queue has a DLX
     else:
-        # Without requeue the message is gone (dead-lettering on reject is the queue's business).
         for entry in taken:
             queue.settle(entry)
     return ok(shown)
@@ -181,7 +194,11 @@ def bindings(ctx: Context) -> Reply:
             if binding.destination_kind == "queue" and binding.destination == queue.name:
                 explicit.append(
                     binding_json(
-                        vhost.name, binding.source, binding.destination, "queue", binding.routing_key,
+                        vhost.name,
+                        binding.source,
+                        binding.destination,
+                        "queue",
+                        binding.routing_key,
                         binding.argument_table(),
                     )
                 )

@@ -11,7 +11,16 @@ from ..broker import Permission
 from .access import require_admin, require_vhost
 from .api_vhosts import parse_tags
 from .broker_ops import clear_permissions, delete_user, put_user
-from .context import NO_CONTENT, Context, Reply, Route, created_or_updated, not_found_unless, ok, require_keys
+from .context import (
+    NO_CONTENT,
+    Context,
+    Reply,
+    Route,
+    created_or_updated,
+    not_found_unless,
+    ok,
+    require_keys,
+)
 from .errors import ApiError, bad_request
 from .listing import list_response
 
@@ -92,7 +101,9 @@ def apply_user(ctx: Context, name: str, body: dict[str, Any]) -> bool:
     algorithm = body.get("hashing_algorithm", HASHING_ALGORITHM)
     if password_hash and algorithm != HASHING_ALGORITHM:
         raise bad_request(f"unsupported hashing algorithm {algorithm}")
-    return put_user(ctx.broker, name, parse_tags(body["tags"]), password=password, password_hash=password_hash)
+    return put_user(
+        ctx.broker, name, parse_tags(body["tags"]), password=password, password_hash=password_hash
+    )
 
 
 def put_user_handler(ctx: Context) -> Reply:
@@ -127,7 +138,9 @@ def bulk_delete(ctx: Context) -> Reply:
 def user_permissions(ctx: Context) -> Reply:
     require_admin(ctx.caller)
     user = _user(ctx)
-    found = [permission_json(u, v, p) for (u, v), p in ctx.broker.permissions.items() if u == user.name]
+    found = [
+        permission_json(u, v, p) for (u, v), p in ctx.broker.permissions.items() if u == user.name
+    ]
     return ok(list_response(found, ctx.query, pageable=False, default_sort=("vhost",)))
 
 
@@ -206,10 +219,18 @@ def delete_permission(ctx: Context) -> Reply:
 
 
 def _topic_json(user: str, vhost: str, exchange: str, patterns: tuple[str, str]) -> dict[str, Any]:
-    return {"user": user, "vhost": vhost, "exchange": exchange, "write": patterns[0], "read": patterns[1]}
+    return {
+        "user": user,
+        "vhost": vhost,
+        "exchange": exchange,
+        "write": patterns[0],
+        "read": patterns[1],
+    }
 
 
-def _topics(ctx: Context, user: str | None = None, vhost: str | None = None) -> list[dict[str, Any]]:
+def _topics(
+    ctx: Context, user: str | None = None, vhost: str | None = None
+) -> list[dict[str, Any]]:
     return [
         _topic_json(u, v, e, patterns)
         for (u, v, e), patterns in sorted(ctx.state.registry.topic_permissions.items())
@@ -274,17 +295,27 @@ ROUTES = [
     Route("api/users", {"GET": list_users}),
     Route("api/users/without-permissions", {"GET": users_without_permissions}),
     Route("api/users/bulk-delete", {"POST": bulk_delete}),
-    Route("api/users/{user}", {"GET": show_user, "PUT": put_user_handler, "DELETE": delete_user_handler}),
+    Route(
+        "api/users/{user}",
+        {"GET": show_user, "PUT": put_user_handler, "DELETE": delete_user_handler},
+    ),
     Route("api/users/{user}/permissions", {"GET": user_permissions}),
     Route("api/users/{user}/topic-permissions", {"GET": user_topic_permissions}),
     Route("api/whoami", {"GET": whoami}),
     Route("api/permissions", {"GET": list_permissions}),
-    Route("api/permissions/{vhost}/{user}", {"GET": show_permission, "PUT": put_permission, "DELETE": delete_permission}),
+    Route(
+        "api/permissions/{vhost}/{user}",
+        {"GET": show_permission, "PUT": put_permission, "DELETE": delete_permission},
+    ),
     Route("api/vhosts/{vhost}/permissions", {"GET": vhost_permissions}),
     Route("api/topic-permissions", {"GET": list_topic_permissions}),
     Route(
         "api/topic-permissions/{vhost}/{user}",
-        {"GET": show_topic_permissions, "PUT": put_topic_permission, "DELETE": delete_topic_permissions},
+        {
+            "GET": show_topic_permissions,
+            "PUT": put_topic_permission,
+            "DELETE": delete_topic_permissions,
+        },
     ),
     Route("api/vhosts/{vhost}/topic-permissions", {"GET": vhost_topic_permissions}),
 ]

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..broker import Permission
 from .access import require_admin, visible_vhosts
 from .broker_ops import delete_vhost
 from .context import NO_CONTENT, Context, Reply, Route, created_or_updated, not_found_unless, ok
 from .errors import bad_request
-from .figures import total
+from .figures import QueueFigures, total
 from .listing import list_response, select_columns
 from .queue_view import message_stats
 from .rates import with_details
 from .state import vhost_key
+
+if TYPE_CHECKING:
+    from ..queues.classic import ClassicQueue
 
 
 def parse_tags(value: Any) -> list[str]:
@@ -27,9 +30,11 @@ def parse_tags(value: Any) -> list[str]:
     raise bad_request(f"invalid tags {value!r}")
 
 
-def vhost_json(ctx: Context, name: str) -> dict[str, Any]:
+def vhost_json(
+    ctx: Context, name: str, all_figures: dict[ClassicQueue, QueueFigures]
+) -> dict[str, Any]:
     metadata = ctx.state.registry.metadata(name)
-    figures = [f for q, f in ctx.state.figures().items() if q.vhost == name]
+    figures = [f for q, f in all_figures.items() if q.vhost == name]
     figure = total(figures)
     had_consumers = any(q.had_consumers for q in ctx.broker.vhosts[name].queues.values())
     key = vhost_key(name)
@@ -38,30 +43,32 @@ def vhost_json(ctx: Context, name: str) -> dict[str, Any]:
         "default_queue_type": metadata.default_queue_type,
         "description": metadata.description,
     }
+    # RabbitMQ shows a vhost's statistics once it has queues or connections.
+    active = bool(figures) or any(
+        s.vhost is not None and s.vhost.name == name for s in ctx.broker.sessions
+    )
     stats = message_stats(figure, ctx.state, key, had_consumers)
     if stats:
         shown["message_stats"] = stats
-    shown.update(
-        with_details(
-            {
-                "messages": figure.messages,
-                "messages_ready": figure.ready,
-                "messages_unacknowledged": figure.unacked,
-            },
-            ctx.state.rates,
-            key,
-        )
-    )
+    if active:
+        counts = {
+            "messages": figure.messages,
+            "messages_ready": figure.ready,
+            "messages_unacknowledged": figure.unacked,
+        }
+        shown.update(with_details(counts, ctx.state.rates, key))
     shown["metadata"] = {"description": metadata.description, "tags": list(metadata.tags)}
     shown["name"] = name
-    shown.update(with_details({"recv_oct": 0, "send_oct": 0}, ctx.state.rates, key))
+    if active:
+        shown.update(with_details({"recv_oct": 0, "send_oct": 0}, ctx.state.rates, key))
     shown["tags"] = list(metadata.tags)
     shown["tracing"] = metadata.tracing
     return shown
 
 
 def list_vhosts(ctx: Context) -> Reply:
-    items = [vhost_json(ctx, name) for name in visible_vhosts(ctx.broker, ctx.caller)]
+    figures = ctx.state.figures()
+    items = [vhost_json(ctx, name, figures) for name in visible_vhosts(ctx.broker, ctx.caller)]
     return ok(list_response(items, ctx.query, default_sort=("name",)))
 
 
@@ -70,7 +77,7 @@ def show(ctx: Context) -> Reply:
     not_found_unless(name in ctx.broker.vhosts)
     if not ctx.caller.is_admin and name not in visible_vhosts(ctx.broker, ctx.caller):
         require_admin(ctx.caller)
-    return ok(select_columns(vhost_json(ctx, name), ctx.query.get("columns")))
+    return ok(select_columns(vhost_json(ctx, name, ctx.state.figures()), ctx.query.get("columns")))
 
 
 def put(ctx: Context) -> Reply:

@@ -7,12 +7,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .access import Caller
+from .access import Caller, require_vhost
 from .errors import ApiError, bad_request, key_missing_reason
 from .http import Request
 
 if TYPE_CHECKING:
     from ..broker import Broker
+    from ..vhost import VirtualHost
     from .state import ManagementState
 
 
@@ -51,6 +52,12 @@ class Context:
 
     def param(self, name: str) -> str:
         return self.params[name]
+
+    def vhost(self) -> VirtualHost:
+        """The vhost named in the path: it must exist (404) and the caller may use it (401)."""
+        name = self.params["vhost"]
+        require_vhost(self.broker, self.caller, name)
+        return self.broker.vhosts[name]
 
     def json_body(self, *, required: bool = False) -> dict[str, Any]:
         """The request body as a JSON object; an empty body is {} (RabbitMQ allows that)."""

@@ -57,7 +57,12 @@ class Parameter:
     value: Any
 
     def as_json(self) -> dict[str, Any]:
-        return {"value": self.value, "vhost": self.vhost, "component": self.component, "name": self.name}
+        return {
+            "value": self.value,
+            "vhost": self.vhost,
+            "component": self.component,
+            "name": self.name,
+        }
 
 
 @dataclass(slots=True)
@@ -166,7 +171,8 @@ class DefinitionsRegistry:
             (
                 p
                 for p in self._parameters.values()
-                if (component is None or p.component == component) and (vhost is None or p.vhost == vhost)
+                if (component is None or p.component == component)
+                and (vhost is None or p.vhost == vhost)
             ),
             key=lambda p: (p.component, p.vhost, p.name),
         )
@@ -198,12 +204,12 @@ class DefinitionsRegistry:
     def forget_vhost(self, vhost: str) -> None:
         """A vhost was deleted: drop everything scoped to it."""
         for table in self._policies.values():
-            for key in [key for key in table if key[0] == vhost]:
-                del table[key]
-        for key in [key for key in self._parameters if key[1] == vhost]:
-            del self._parameters[key]
-        for key in [key for key in self.topic_permissions if key[1] == vhost]:
-            del self.topic_permissions[key]
+            for policy_key in [k for k in table if k[0] == vhost]:
+                del table[policy_key]
+        for parameter_key in [k for k in self._parameters if k[1] == vhost]:
+            del self._parameters[parameter_key]
+        for topic_key in [k for k in self.topic_permissions if k[1] == vhost]:
+            del self.topic_permissions[topic_key]
         self.vhost_metadata.pop(vhost, None)
         self.vhost_limits.pop(vhost, None)
         self._changed("vhost", vhost)

@@ -31,11 +31,14 @@ class ApiError(Exception):
         return {"error": self.error, "reason": self.reason}
 
 
+_ERLANG_LINE = 80
+
+
 def key_missing_reason(missing: list[str]) -> str:
-    """`[{key_missing,a},{key_missing,b}]`, wrapped as Erlang's ~p wraps lines past 80 columns."""
+    """`[{key_missing,a},{key_missing,b}]`, wrapped as Erlang's ~p wraps long lines."""
     items = [f"{{key_missing,{key}}}" for key in missing]
     flat = "[" + ",".join(items) + "]"
-    return flat if len(flat) <= 80 else "[" + ",\n ".join(items) + "]"
+    return flat if len(flat) < _ERLANG_LINE - 2 else "[" + ",\n ".join(items) + "]"
 
 
 def object_not_found() -> ApiError:

@@ -20,8 +20,14 @@ if TYPE_CHECKING:
 INTERNAL_ACTOR = "rmq-internal"
 
 
-def exchange_json(exchange: Exchange, vhost: str, state: ManagementState, *, detailed: bool = False) -> dict[str, Any]:
-    actor = INTERNAL_ACTOR if is_predeclared(exchange.name) else state.actors.get(("exchange", vhost, exchange.name), "")
+def exchange_json(
+    exchange: Exchange, vhost: str, state: ManagementState, *, detailed: bool = False
+) -> dict[str, Any]:
+    actor = (
+        INTERNAL_ACTOR
+        if is_predeclared(exchange.name)
+        else state.actors.get(("exchange", vhost, exchange.name), "")
+    )
     shown: dict[str, Any] = {
         "arguments": jsonable(dict(exchange.arguments)),
         "auto_delete": exchange.auto_delete,
@@ -51,7 +57,12 @@ def properties_key(routing_key: str, arguments: dict[str, Any]) -> str:
 
 
 def binding_json(
-    vhost: str, source: str, destination: str, kind: str, routing_key: str, arguments: dict[str, Any]
+    vhost: str,
+    source: str,
+    destination: str,
+    kind: str,
+    routing_key: str,
+    arguments: dict[str, Any],
 ) -> dict[str, Any]:
     shown_arguments = jsonable(arguments)
     return {
@@ -82,5 +93,13 @@ def vhost_bindings(vhost: VirtualHost) -> Iterator[dict[str, Any]]:
                     binding.argument_table(),
                 )
             )
-    explicit.sort(key=lambda b: (b["source"], b["destination_type"], b["destination"], b["routing_key"], b["properties_key"]))
+    explicit.sort(
+        key=lambda b: (
+            b["source"],
+            b["destination_type"],
+            b["destination"],
+            b["routing_key"],
+            b["properties_key"],
+        )
+    )
     yield from explicit

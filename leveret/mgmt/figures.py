@@ -9,7 +9,7 @@ each function.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class QueueFigures:
 
 
 def _astuple(figures: QueueFigures) -> tuple[int, ...]:
-    return tuple(getattr(figures, name) for name in QueueFigures.__slots__)  # type: ignore[attr-defined]
+    return tuple(getattr(figures, field.name) for field in fields(QueueFigures))
 
 
 ZERO = QueueFigures()
@@ -120,6 +120,10 @@ class QueueReader:
             del self._ready_cache[key]
         return figures
 
+    def read_one(self, broker: Broker, queue: ClassicQueue) -> QueueFigures:
+        """One queue's figures (the channels are still walked for its unacknowledged messages)."""
+        return self._figures(queue, self._unacked_by_queue(broker).get(queue))
+
     def _unacked_by_queue(self, broker: Broker) -> dict[ClassicQueue, _Held]:
         held: dict[ClassicQueue, _Held] = {}
         for session in list(broker.sessions):
@@ -159,13 +163,15 @@ class QueueReader:
         )
 
     def _ready(self, queue: ClassicQueue) -> _Held:
-        kept = getattr(queue, "ready_bytes", None)
-        if isinstance(kept, int):
-            held = _Held(queue.message_count, kept)
-            held.persistent = _counter(queue, "ready_persistent")
-            held.persistent_bytes = _counter(queue, "ready_persistent_bytes")
-            return held
-        version = (queue.published_total, queue.delivered_total, queue.redelivered_total, queue.message_count)
+        """Ready messages' bytes and persistence. Messages beyond the in-memory window are on
+        disk only; their persistence (and, if the queue does not count bytes, their sizes) is
+        taken to be like that of the messages in memory."""
+        version = (
+            queue.published_total,
+            queue.delivered_total,
+            queue.redelivered_total,
+            queue.message_count,
+        )
         cached = self._ready_cache.get(id(queue))
         if cached is not None and cached[0] == version:
             return cached[1]
@@ -174,12 +180,13 @@ class QueueReader:
             held.add(entry.message)
         paged_out = queue.message_count - held.count
         if paged_out > 0 and held.count:
-            # Messages beyond the in-memory window are on disk only; their sizes are taken to be
-            # like those in memory until the queue counts bytes itself.
             held.size += held.size * paged_out // held.count
             held.persistent_bytes += held.persistent_bytes * paged_out // held.count
             held.persistent += held.persistent * paged_out // held.count
         held.count = queue.message_count
+        kept = getattr(queue, "ready_bytes", None)
+        if isinstance(kept, int):
+            held.size = kept
         self._ready_cache[id(queue)] = (version, held)
         return held
 

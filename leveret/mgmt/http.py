@@ -76,7 +76,10 @@ class RequestParser:
                 self._continue_sent = False
             body = self._take_body(self._head)
             if body is None:
-                if self._head.headers.get("expect", "").lower() == "100-continue" and not self._continue_sent:
+                if (
+                    self._head.headers.get("expect", "").lower() == "100-continue"
+                    and not self._continue_sent
+                ):
                     self._continue_sent = True
                     events.append(ContinueExpected())
                 return events
@@ -171,7 +174,9 @@ def _parse_head(raw: bytes) -> _Head:
 def _request(head: _Head, body: bytes) -> Request:
     path, _, query_text = head.target.partition("?")
     connection = head.headers.get("connection", "").lower()
-    keep_alive = "close" not in connection if head.version == "HTTP/1.1" else "keep-alive" in connection
+    keep_alive = (
+        "close" not in connection if head.version == "HTTP/1.1" else "keep-alive" in connection
+    )
     query = dict(parse_qsl(query_text, keep_blank_values=True))
     return Request(head.method, head.target, path, query, head.headers, body, keep_alive)
 

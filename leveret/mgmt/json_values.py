@@ -24,5 +24,5 @@ def jsonable(value: Any) -> Any:
 
 def rfc3339_millis(timestamp: float) -> str:
     """`2026-11-22T04:22:06.158+00:00`, RabbitMQ's format for idle_since."""
-    moment = datetime.datetime.fromtimestamp(timestamp, datetime.timezone.utc)
+    moment = datetime.datetime.fromtimestamp(timestamp, datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}+00:00"

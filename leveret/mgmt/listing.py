@@ -59,12 +59,16 @@ def _sort_key(value: Any) -> tuple[int, Any]:
     return (3, repr(value))
 
 
-def sort_items(items: list[dict[str, Any]], sort: str | None, reverse: bool, default: Sequence[str]) -> list[dict[str, Any]]:
+def sort_items(
+    items: list[dict[str, Any]], sort: str | None, reverse: bool, default: Sequence[str]
+) -> list[dict[str, Any]]:
     fields = [f for f in sort.split(",") if f] if sort else list(default)
     if not fields:
         return items
     paths = [f.split(".") for f in fields]
-    return sorted(items, key=lambda item: [_sort_key(_dig(item, p)) for p in paths], reverse=reverse)
+    return sorted(
+        items, key=lambda item: [_sort_key(_dig(item, p)) for p in paths], reverse=reverse
+    )
 
 
 def _page_numbers(query: Mapping[str, str]) -> tuple[int, int]:

@@ -16,8 +16,16 @@ if TYPE_CHECKING:
 
 BASIC_CLASS = 60
 _TEXT_PROPERTIES = (
-    "content_type", "content_encoding", "correlation_id", "reply_to", "expiration",
-    "message_id", "type", "user_id", "app_id", "cluster_id",
+    "content_type",
+    "content_encoding",
+    "correlation_id",
+    "reply_to",
+    "expiration",
+    "message_id",
+    "type",
+    "user_id",
+    "app_id",
+    "cluster_id",
 )
 _OCTET_PROPERTIES = ("delivery_mode", "priority")
 
@@ -33,7 +41,9 @@ def _payload(body: bytes, encoding: str) -> tuple[str, str]:
     return base64.b64encode(body).decode("ascii"), "base64"
 
 
-def message_json(entry: QueueEntry, remaining: int, encoding: str, truncate: int | None) -> dict[str, Any]:
+def message_json(
+    entry: QueueEntry, remaining: int, encoding: str, truncate: int | None
+) -> dict[str, Any]:
     message = entry.message
     body = message.body
     shown_body = body[:truncate] if truncate is not None else body
@@ -85,7 +95,9 @@ def properties_from_json(document: Any) -> BasicProperties:
     return properties
 
 
-def message_from_json(exchange: str, routing_key: str, properties: BasicProperties, payload: str, encoding: str) -> Message:
+def message_from_json(
+    exchange: str, routing_key: str, properties: BasicProperties, payload: str, encoding: str
+) -> Message:
     if encoding == "string":
         body = payload.encode("utf-8")
     elif encoding == "base64":

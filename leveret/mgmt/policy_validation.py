@@ -23,14 +23,22 @@ def _is_integer(value: Any) -> bool:
 
 def _non_negative(what: str) -> Check:
     def check(value: Any) -> str | None:
-        return None if _is_integer(value) and value >= 0 else f"{erlang_term(value)} is not a valid {what}"
+        return (
+            None
+            if _is_integer(value) and value >= 0
+            else f"{erlang_term(value)} is not a valid {what}"
+        )
 
     return check
 
 
 def _positive(what: str) -> Check:
     def check(value: Any) -> str | None:
-        return None if _is_integer(value) and value >= 1 else f"{erlang_term(value)} is not a valid {what}"
+        return (
+            None
+            if _is_integer(value) and value >= 1
+            else f"{erlang_term(value)} is not a valid {what}"
+        )
 
     return check
 
@@ -44,14 +52,20 @@ def _text(what: str) -> Check:
 
 def _one_of(choices: tuple[Any, ...], what: str) -> Check:
     def check(value: Any) -> str | None:
-        return None if value in choices and not isinstance(value, bool) else f"{erlang_term(value)} {what}"
+        return (
+            None
+            if value in choices and not isinstance(value, bool)
+            else f"{erlang_term(value)} {what}"
+        )
 
     return check
 
 
 def _text_or_texts(value: Any) -> str | None:
     """Federation's upstream and upstream-set names (checked further by federation)."""
-    if isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+    if isinstance(value, str) or (
+        isinstance(value, list) and all(isinstance(v, str) for v in value)
+    ):
         return None
     return f"{erlang_term(value)} is not a valid federation upstream"
 
@@ -61,13 +75,21 @@ POLICY_KEYS: dict[str, Check] = {
     "max-length-bytes": _non_negative("maximum length in bytes"),
     "message-ttl": _non_negative("message TTL"),
     "expires": _positive("queue expiry"),
-    "overflow": _one_of(("drop-head", "reject-publish", "reject-publish-dlx"), "is not a valid overflow value"),
+    "overflow": _one_of(
+        ("drop-head", "reject-publish", "reject-publish-dlx"), "is not a valid overflow value"
+    ),
     "dead-letter-exchange": _text("dead letter exchange name"),
     "dead-letter-routing-key": _text("dead letter routing key"),
-    "dead-letter-strategy": _one_of(("at-most-once", "at-least-once"), "is not a valid dead letter strategy"),
+    "dead-letter-strategy": _one_of(
+        ("at-most-once", "at-least-once"), "is not a valid dead letter strategy"
+    ),
     "alternate-exchange": _text("alternate exchange name"),
-    "queue-leader-locator": _one_of(("client-local", "balanced"), "is not a valid queue leader locator value"),
-    "queue-master-locator": _one_of(("min-masters", "client-local", "random"), "invalid queue-master-locator value"),
+    "queue-leader-locator": _one_of(
+        ("client-local", "balanced"), "is not a valid queue leader locator value"
+    ),
+    "queue-master-locator": _one_of(
+        ("min-masters", "client-local", "random"), "invalid queue-master-locator value"
+    ),
     "queue-mode": _one_of(("default", "lazy"), "is not a valid queue-mode value"),
     "queue-version": _one_of((1, 2), "is not a valid queue-version value"),
     "delivery-limit": _non_negative("delivery limit"),
@@ -127,7 +149,9 @@ def definition_problem(kind: PolicyKind, definition: dict[str, Any]) -> str | No
     keys = POLICY_KEYS if kind == "policy" else OPERATOR_POLICY_KEYS
     unknown = sorted((key, value) for key, value in definition.items() if key not in keys)
     if unknown:
-        listed = ",".join("{" + erlang_term(key) + "," + erlang_term(value) + "}" for key, value in unknown)
+        listed = ",".join(
+            "{" + erlang_term(key) + "," + erlang_term(value) + "}" for key, value in unknown
+        )
         return f"[{listed}] are not recognised policy settings"
     for key, value in definition.items():
         problem = keys[key](value)
@@ -142,7 +166,9 @@ def _pattern_problem(pattern: Any) -> str | None:
     try:
         re.compile(pattern)
     except re.error as exc:
-        return f'pattern should be regular expression but is invalid: {{"{exc.msg}",{exc.pos or 0}}}'
+        return (
+            f'pattern should be regular expression but is invalid: {{"{exc.msg}",{exc.pos or 0}}}'
+        )
     return None
 
 

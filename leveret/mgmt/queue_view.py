@@ -17,9 +17,27 @@ if TYPE_CHECKING:
     from .state import ManagementState
 
 # Keys an operator policy caps: where both a policy and an operator policy set one, the lower wins.
-_CAPPED = frozenset({"max-length", "max-length-bytes", "message-ttl", "expires", "delivery-limit",
-                     "max-in-memory-length", "max-in-memory-bytes"})
-_DELIVERY_STATS = ("ack", "deliver", "deliver_get", "deliver_no_ack", "get", "get_empty", "get_no_ack", "redeliver")
+_CAPPED = frozenset(
+    {
+        "max-length",
+        "max-length-bytes",
+        "message-ttl",
+        "expires",
+        "delivery-limit",
+        "max-in-memory-length",
+        "max-in-memory-bytes",
+    }
+)
+_DELIVERY_STATS = (
+    "ack",
+    "deliver",
+    "deliver_get",
+    "deliver_no_ack",
+    "get",
+    "get_empty",
+    "get_no_ack",
+    "redeliver",
+)
 
 
 def effective_definition(policy: Policy | None, operator_policy: Policy | None) -> dict[str, Any]:
@@ -34,14 +52,18 @@ def effective_definition(policy: Policy | None, operator_policy: Policy | None) 
     return merged
 
 
-def policies_of(registry: DefinitionsRegistry, vhost: str, kind: str, name: str) -> tuple[Policy | None, Policy | None]:
+def policies_of(
+    registry: DefinitionsRegistry, vhost: str, kind: str, name: str
+) -> tuple[Policy | None, Policy | None]:
     return (
         registry.effective_policy("policy", vhost, kind, name),  # type: ignore[arg-type]
         registry.effective_policy("operator_policy", vhost, kind, name),  # type: ignore[arg-type]
     )
 
 
-def message_stats(figure: QueueFigures, state: ManagementState, key: object, had_consumers: bool) -> dict[str, Any]:
+def message_stats(
+    figure: QueueFigures, state: ManagementState, key: object, had_consumers: bool
+) -> dict[str, Any]:
     """RabbitMQ shows publish counts once something was published, and delivery counts once
     something was delivered or consumed from the queue."""
     totals = figure.totals()
@@ -82,7 +104,9 @@ def queue_json(
         "durable": queue.durable,
         "effective_policy_definition": effective_definition(policy, operator_policy),
         "exclusive": queue.exclusive_owner is not None,
-        "exclusive_consumer_tag": exclusive_consumer.tag if exclusive_consumer is not None else None,
+        "exclusive_consumer_tag": exclusive_consumer.tag
+        if exclusive_consumer is not None
+        else None,
         "head_message_timestamp": None,
         "idle_since": rfc3339_millis(state.last_active.get(key, time.time())),
         "memory": figure.message_bytes + 1024 * (1 + len(consumers)),
@@ -124,23 +148,26 @@ def queue_json(
     return shown
 
 
-def queue_basic_json(queue: ClassicQueue, figure: QueueFigures, state: ManagementState, node: str) -> dict[str, Any]:
-    """`disable_stats=true`: the definition and counts only."""
+def queue_basic_json(
+    queue: ClassicQueue, figure: QueueFigures, state: ManagementState, node: str, *, totals: bool
+) -> dict[str, Any]:
+    """`disable_stats=true`: the definition only, and message counts with `enable_queue_totals`."""
     policy, _ = policies_of(state.registry, queue.vhost, "queue", queue.name)
     shown: dict[str, Any] = {
         "arguments": jsonable(queue.arguments),
         "auto_delete": queue.auto_delete,
         "durable": queue.durable,
         "exclusive": queue.exclusive_owner is not None,
-        "messages": figure.messages,
-        "messages_ready": figure.ready,
-        "messages_unacknowledged": figure.unacked,
         "name": queue.name,
         "node": node,
         "state": "running",
         "type": "classic",
         "vhost": queue.vhost,
     }
+    if totals:
+        shown["messages"] = figure.messages
+        shown["messages_ready"] = figure.ready
+        shown["messages_unacknowledged"] = figure.unacked
     if policy is not None:
         shown["policy"] = policy.name
-    return shown
+    return dict(sorted(shown.items()))

@@ -38,9 +38,11 @@ class RateTable:
 
     def rate(self, key: Hashable, name: str) -> float:
         pair = self._last.get(key)
-        if pair is None or pair[0] is None:
+        if pair is None:
             return 0.0
         before, after = pair
+        if before is None:
+            return 0.0
         elapsed = after.time - before.time
         if elapsed <= 0:
             return 0.0
@@ -53,7 +55,9 @@ class RateTable:
             del self._last[key]
 
 
-def with_details(figures: Mapping[str, float | int], rates: RateTable, key: Hashable) -> dict[str, object]:
+def with_details(
+    figures: Mapping[str, float | int], rates: RateTable, key: Hashable
+) -> dict[str, object]:
     """`{name: value, name_details: {"rate": r}}` for each figure, as RabbitMQ lays them out."""
     laid_out: dict[str, object] = {}
     for name, value in figures.items():

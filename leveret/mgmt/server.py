@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 IDLE_TIMEOUT_SECONDS = 120.0
 # Stop reading a client's requests while this much of our output waits to be sent.
 WRITE_BUFFER_HIGH = 4 << 20
+_METHOD_ORDER = ("HEAD", "GET", "PUT", "POST", "DELETE")
 _COMMON_HEADERS = [("cache-control", "no-cache"), ("vary", "accept, accept-encoding, origin")]
 
 
@@ -57,21 +58,29 @@ class ManagementApp:
             text = metrics_text(self.broker, self.state, per_object=len(segments) == 2)
             return Reply(200, raw=text.encode("utf-8"), content_type=METRICS_CONTENT_TYPE)
         if not segments:
-            return Reply(200, raw=b"Leveret management: see /api/overview and /metrics\n", content_type="text/plain")
+            return Reply(
+                200,
+                raw=b"Leveret management: see /api/overview and /metrics\n",
+                content_type="text/plain",
+            )
         found = self.router.match(segments)
         if found is None:
             raise object_not_found()
         route, params = found
-        allowed = sorted(route.methods)
-        if "GET" in allowed:
-            allowed.append("HEAD")
+        allowed = [
+            m
+            for m in _METHOD_ORDER
+            if m in route.methods or (m == "HEAD" and "GET" in route.methods)
+        ]
         allowed.append("OPTIONS")
         if method == "OPTIONS":
             return Reply(200, headers=[("allow", ", ".join(allowed))], raw=b"")
         handler = route.methods.get(method)
         if handler is None:
             raise method_not_allowed(allowed)
-        caller = authenticate(self.broker, request.header("authorization"), peer_host, self.state.http_auth)
+        caller = authenticate(
+            self.broker, request.header("authorization"), peer_host, self.state.http_auth
+        )
         return handler(Context(self.broker, self.state, request, caller, params, peer_host))
 
 
@@ -82,7 +91,9 @@ def _encode(reply: Reply, keep_alive: bool, head_only: bool) -> bytes:
         if body or reply.status == 200:
             headers.append(("content-type", reply.content_type))
     elif reply.body is not None:
-        body = json.dumps(reply.body, separators=(",", ":"), ensure_ascii=False, default=str).encode("utf-8")
+        body = json.dumps(
+            reply.body, separators=(",", ":"), ensure_ascii=False, default=str
+        ).encode("utf-8")
         headers.append(("content-type", "application/json"))
     else:
         body = b""
@@ -139,7 +150,9 @@ class ManagementProtocol(asyncio.Protocol):
         except HttpError as error:
             body = json.dumps({"error": "bad_request", "reason": error.text}).encode()
             self.transport.write(
-                encode_response(error.status, body, [("content-type", "application/json")], keep_alive=False)
+                encode_response(
+                    error.status, body, [("content-type", "application/json")], keep_alive=False
+                )
             )
             self._close()
             return
@@ -195,7 +208,7 @@ async def start_management(
     *,
     listeners: Mapping[str, int] | None = None,
     extra_routes: Iterable[Route] = (),
-) -> asyncio.AbstractServer:
+) -> ManagementServer:
     """Serve the management API and /metrics on host:port, on the running loop (the node's).
 
     `listeners` maps protocol names ("amqp", "mgmt", "cluster") to bound ports, for the
@@ -205,11 +218,15 @@ async def start_management(
     state = management_state(broker)
     app = ManagementApp(broker, state, [*API_ROUTES, *extra_routes])
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: ManagementProtocol(app), host, port, reuse_address=True)
+    server = await loop.create_server(
+        lambda: ManagementProtocol(app), host, port, reuse_address=True
+    )
     bound = server.sockets[0].getsockname()[1]
     state.listen_host = host
     # A live view of the node's ports in which this listener's own port is the bound one.
-    base: Mapping[str, int] = listeners if listeners is not None else {"amqp": broker.config.amqp_port}
+    base: Mapping[str, int] = (
+        listeners if listeners is not None else {"amqp": broker.config.amqp_port}
+    )
     state.listeners = ChainMap({"mgmt": bound}, base)  # type: ignore[arg-type]  # read only
     state.server_started()
     log.info("management API listening on %s:%d", host, bound)

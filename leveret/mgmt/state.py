@@ -109,6 +109,13 @@ class ManagementState:
         self.churn.observe(broker)
         return self.reader.read(broker)
 
+    def figure(self, queue: ClassicQueue) -> QueueFigures:
+        broker = self._broker()
+        if broker is None:
+            return QueueFigures()
+        self.churn.observe(broker)
+        return self.reader.read_one(broker, queue)
+
     def observe(self) -> None:
         """Note connections, channels and queues that came or went since the last look."""
         broker = self._broker()
