@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING
 from .auth import User, check_password, hash_password
 from .config import Config
 from .definitions_log import DefinitionsLog, Record, decode_arguments
+from .definitions_registry import DefinitionsRegistry, Parameter, Policy
 from .direct_reply import DirectReplyRegistry
 from .persistence import MessageStores
+from .policy_effects import apply_to_exchange, apply_to_queue, follow_policies
 from .vhost import VirtualHost, binding_record, exchange_record, queue_record
 
 if TYPE_CHECKING:
@@ -44,6 +46,11 @@ class Broker:
         self.sessions: set[Session] = set()
         self.alarms: set[str] = set()
         self.direct_reply = DirectReplyRegistry()
+        # Policies, operator policies and parameters: they act on queues and exchanges as they
+        # change, and are journaled like every other definition.
+        self.registry = DefinitionsRegistry()
+        follow_policies(self, self.registry)
+        self.registry.subscribe(self._journal_registry)
         if definitions is None:
             self._add_defaults()
 
@@ -108,6 +115,42 @@ class Broker:
                 )
             elif kind == "binding":
                 vhost.restore_binding(record)
+            elif kind == "registry":
+                self._restore_registry(record)
+
+    def _journal_registry(self, what: str, vhost: str) -> None:
+        if self.definitions is None:
+            return
+        if what == "vhost":
+            self.definitions.delete({"kind": "registry", "vhost": vhost})
+        elif what in ("policy", "operator_policy", "parameter"):
+            self.definitions.put(self._registry_record(vhost))
+
+    def _registry_record(self, vhost: str) -> Record:
+        """A vhost's policies and parameters, journaled whole: they change rarely."""
+        registry = self.registry
+        return {
+            "kind": "registry",
+            "vhost": vhost,
+            "policies": [
+                {"policy_kind": kind, **policy.as_json()}
+                for kind in ("policy", "operator_policy")
+                for policy in registry.policies(kind, vhost)  # type: ignore[arg-type]
+            ],
+            "parameters": [p.as_json() for p in registry.parameters(vhost=vhost)],
+        }
+
+    def _restore_registry(self, record: Record) -> None:
+        for entry in record["policies"]:
+            policy = Policy(
+                entry["vhost"], entry["name"], entry["pattern"], entry["definition"],
+                entry["priority"], entry["apply-to"],
+            )
+            self.registry.set_policy(entry["policy_kind"], policy)
+        for entry in record["parameters"]:
+            self.registry.set_parameter(
+                Parameter(entry["component"], entry["vhost"], entry["name"], entry["value"])
+            )
 
     def durable_records(self) -> list[Record]:
         """Everything that must survive a restart, in an order that can be replayed."""
@@ -139,6 +182,9 @@ class Broker:
                     for b in exchange.bindings()
                     if vhost._is_durable(b)
                 ]
+            registry = self._registry_record(vhost.name)
+            if registry["policies"] or registry["parameters"]:
+                records.append(registry)
         return records
 
     # --- definitions --------------------------------------------------------------------------
@@ -147,6 +193,8 @@ class Broker:
         vhost = self.vhosts.get(name)
         if vhost is None:
             vhost = self.vhosts[name] = VirtualHost(name, definitions=self.definitions, stores=self.stores)
+            vhost.on_queue_created = lambda queue: apply_to_queue(self.registry, queue)
+            vhost.on_exchange_created = lambda exchange: apply_to_exchange(self.registry, name, exchange)
             if self.definitions is not None:
                 self.definitions.put({"kind": "vhost", "name": name})
         return vhost

@@ -68,6 +68,8 @@ def _key(record: Record) -> tuple[Any, ...]:
         return (kind, record["name"])
     if kind == "permission":
         return (kind, record["user"], record["vhost"])
+    if kind == "registry":
+        return (kind, record["vhost"])
     if kind in ("exchange", "queue"):
         return (kind, record["vhost"], record["name"])
     if kind == "binding":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Callable
 
 from . import declare_rules as rules
 from .amqp.fields import argument_types
@@ -31,6 +31,9 @@ class VirtualHost:
         self.queues: dict[str, ClassicQueue] = {}
         self.definitions = definitions
         self.stores = stores
+        # Told of each new queue and exchange, so that policies apply to them from the start.
+        self.on_queue_created: Callable[[ClassicQueue], None] | None = None
+        self.on_exchange_created: Callable[[Exchange], None] | None = None
 
     # --- exchanges ----------------------------------------------------------------------------
 
@@ -65,6 +68,8 @@ class VirtualHost:
             return existing
         exchange = Exchange.from_decl(name, requested)
         self.exchanges[name] = exchange
+        if self.on_exchange_created is not None:
+            self.on_exchange_created(exchange)
         if durable and self.definitions is not None:
             self.definitions.put(exchange_record(self.name, exchange))
         return exchange
@@ -198,6 +203,8 @@ class VirtualHost:
         queue.on_unused = self._auto_delete
         queue.dead_letterer = self._dead_letter
         self.queues[name] = queue
+        if self.on_queue_created is not None:
+            self.on_queue_created(queue)
         return queue
 
     def get_queue(self, name: str, method: tuple[int, int]) -> ClassicQueue:

@@ -8,6 +8,7 @@ import logging
 import sys
 
 from ..config import Config
+from .ctl import add_ctl_parser, run_ctl
 
 
 def _server_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -59,9 +60,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="leveret", description="Leveret message broker")
     sub = parser.add_subparsers(dest="command", required=True)
     _server_parser(sub)
+    add_ctl_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "server":
         return _run_server(args)
+    if args.command == "ctl":
+        return run_ctl(args)
     parser.error(f"unknown command {args.command}")
     return 2
 

@@ -17,7 +17,7 @@ from .api_queues import ApiOwner
 from .api_users import HASHING_ALGORITHM, apply_permission, apply_topic_permission, apply_user
 from .api_vhosts import parse_tags
 from .context import NO_CONTENT, Context, Reply, Route
-from .definitions_registry import PolicyKind
+from ..definitions_registry import PolicyKind
 from .errors import ApiError, bad_request
 from .json_values import jsonable
 from .node_view import COMPATIBLE_RABBITMQ_VERSION, PRODUCT_NAME

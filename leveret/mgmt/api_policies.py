@@ -15,7 +15,7 @@ from .context import (
     ok,
     require_keys,
 )
-from .definitions_registry import Parameter, Policy, PolicyKind
+from ..definitions_registry import Parameter, Policy, PolicyKind
 from .errors import ApiError, bad_request
 from .listing import list_response
 from .policy_validation import PolicyInvalid, parse_policy

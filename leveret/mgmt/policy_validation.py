@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..declare_rules import erlang_term
-from .definitions_registry import APPLY_TO, Policy, PolicyKind
+from ..definitions_registry import APPLY_TO, Policy, PolicyKind
 from .errors import key_missing_reason
 
 Check = Callable[[Any], str | None]

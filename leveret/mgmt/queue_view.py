@@ -13,7 +13,7 @@ from .state import queue_key
 
 if TYPE_CHECKING:
     from ..queues.classic import ClassicQueue
-    from .definitions_registry import DefinitionsRegistry, Policy
+    from ..definitions_registry import DefinitionsRegistry, Policy
     from .state import ManagementState
 
 # Keys an operator policy caps: where both a policy and an operator policy set one, the lower wins.

@@ -10,7 +10,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .definitions_registry import DefinitionsRegistry
+from ..definitions_registry import DefinitionsRegistry
 from .figures import QueueFigures, QueueReader, total
 from .rates import SAMPLE_INTERVAL_SECONDS, RateTable
 from .system import system_figures
@@ -85,7 +85,7 @@ class ManagementState:
 
     def __init__(self, broker: Broker) -> None:
         self._broker = weakref.ref(broker)
-        self.registry = DefinitionsRegistry()
+        self.registry = broker.registry  # policies and parameters live in the core
         self.reader = QueueReader()
         self.rates = RateTable()
         self.churn = Churn()

@@ -14,6 +14,7 @@ from ..config import Config
 from ..definitions_log import DefinitionsLog
 from ..persistence import MessageStores
 from ..store import DiskMonitor
+from ..mgmt import start_management
 from .memory_monitor import MemoryMonitor
 from .placeholder_listener import start_placeholder
 from .protocol import AMQPProtocol
@@ -43,12 +44,13 @@ class Node:
         )
         self._servers.append(amqp)
         self.ports["amqp"] = amqp.sockets[0].getsockname()[1]
-        # Management and cluster ports are taken now so tools can rely on them; their services
-        # are plugged in by the management and cluster layers.
-        for name, port in (("mgmt", config.mgmt_port), ("cluster", config.cluster_port)):
-            server = await start_placeholder(config.bind, port)
-            self._servers.append(server)
-            self.ports[name] = server.sockets[0].getsockname()[1]
+        mgmt = await start_management(self.broker, config.bind, config.mgmt_port, listeners=self.ports)
+        self._servers.append(mgmt)  # type: ignore[arg-type]
+        self.ports["mgmt"] = mgmt.sockets[0].getsockname()[1]
+        # The cluster port is taken now so that tools can rely on it; the cluster layer serves it.
+        cluster = await start_placeholder(config.bind, config.cluster_port)
+        self._servers.append(cluster)
+        self.ports["cluster"] = cluster.sockets[0].getsockname()[1]
         if config.memory_high_watermark:
             self._monitor = MemoryMonitor(self.broker, config.memory_high_watermark)
             self._monitor.start()

@@ -161,3 +161,44 @@ def test_more_messages_than_the_memory_window(data_dir: str) -> None:
         conn.close()
     finally:
         node.cleanup()
+
+
+def _api(node: NodeProcess, method: str, path: str, body: dict | None = None) -> object:
+    import base64
+    import json
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{node.ports['mgmt']}{path}",
+        data=json.dumps(body).encode() if body is not None else None,
+        method=method,
+        headers={"Authorization": "Basic " + base64.b64encode(b"guest:guest").decode(),
+                 "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        payload = response.read()
+    return json.loads(payload) if payload else None
+
+
+def test_policies_users_and_vhosts_survive_restart(data_dir: str) -> None:
+    node = NodeProcess(data_dir).start()
+    try:
+        _api(node, "PUT", "/api/vhosts/staging")
+        _api(node, "PUT", "/api/users/alice", {"password": "s3cret", "tags": "monitoring"})
+        _api(node, "PUT", "/api/permissions/staging/alice", {"configure": ".*", "write": ".*", "read": ".*"})
+        _api(node, "PUT", "/api/policies/%2F/cap", {"pattern": "^capped$", "definition": {"max-length": 2},
+                                                   "apply-to": "queues"})
+        assert node.terminate() == 0
+        node.start()
+        assert any(p["name"] == "cap" for p in _api(node, "GET", "/api/policies"))  # type: ignore[union-attr]
+        conn = pika.BlockingConnection(pika.URLParameters(f"amqp://alice:s3cret@127.0.0.1:{node.ports['amqp']}/staging"))
+        conn.close()
+        conn = _connect(node)
+        ch = conn.channel()
+        ch.queue_declare("capped")
+        for i in range(5):
+            ch.basic_publish("", "capped", str(i).encode())
+        assert [body for body, _, _ in _drain(ch, "capped")] == [b"3", b"4"]
+        conn.close()
+    finally:
+        node.cleanup()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from leveret.mgmt import management_state
-from leveret.mgmt.policy_effects import follow_policies
+from leveret.policy_effects import follow_policies
 from tests.mgmt.conftest import ManagedNode, amqp_connection, start_managed_node
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from leveret.mgmt.definitions_registry import DefinitionsRegistry, Parameter, Policy
+from leveret.definitions_registry import DefinitionsRegistry, Parameter, Policy
 from leveret.mgmt.errors import ApiError, key_missing_reason
 from leveret.mgmt.listing import list_response, select_columns
 from leveret.mgmt.policy_validation import PolicyInvalid, parse_policy

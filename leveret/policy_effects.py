@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..queues.settings import resolve
+from .queues.settings import resolve
 from .definitions_registry import DefinitionsRegistry
 
 if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..exchanges.exchange import Exchange
-    from ..queues.classic import ClassicQueue
+    from .broker import Broker
+    from .exchanges.exchange import Exchange
+    from .queues.classic import ClassicQueue
 
 
 def apply_to_queue(registry: DefinitionsRegistry, queue: ClassicQueue) -> None:
