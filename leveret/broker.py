@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from dataclasses import dataclass
@@ -234,7 +235,8 @@ class Broker:
         if permission is None:
             return False
         pattern = getattr(permission, kind)
-        return bool(pattern) and re.fullmatch(pattern, resource) is not None
+        # RabbitMQ matches permissions unanchored (re:run): '^' and '$' anchor when wanted.
+        return bool(pattern) and _search(pattern, resource)
 
     # --- sessions and alarms ------------------------------------------------------------------
 
@@ -262,3 +264,16 @@ class Broker:
 
     def _alarm_reason(self) -> str:
         return "low on " + " and ".join(sorted(self.alarms))
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
+
+
+def _search(pattern: str, resource: str) -> bool:
+    compiled = _compiled(pattern)
+    return compiled is not None and compiled.search(resource) is not None

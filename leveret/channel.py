@@ -50,6 +50,7 @@ class Channel:
         self._tx_publishes: list[tuple[Message, list[ClassicQueue], bool]] = []
         self._tx_acks: list[tuple[str, int, bool, bool]] = []
         self.closed = False
+        self._permitted: set[tuple[str, str, str]] = set()
         self.reply_consumer: tuple[str, str] | None = None  # (consumer tag, reply suffix)
         self._handlers: dict[type[m.Method], Callable[[Any], None]] = {
             m.ChannelFlow: self._channel_flow,
@@ -98,7 +99,26 @@ class Channel:
             raise AMQPError(ReplyCode.NOT_IMPLEMENTED, "active=false", method.ids)
         self.reply(m.ChannelFlowOk(True))
 
+    def _check(self, kind: str, resource_kind: str, name: str, method: m.Method) -> None:
+        """RabbitMQ's configure / write / read permissions, remembered per channel as RabbitMQ does."""
+        if resource_kind == "exchange" and not name:
+            name = "amq.default"  # the default exchange's name for permissions, as in RabbitMQ
+        key = (kind, resource_kind, name)
+        if key in self._permitted:
+            return
+        if not self.session.broker.permitted(self.session.username, self.vhost.name, kind, name):
+            raise access_refused(
+                f"access to {resource_kind} '{name}' in vhost '{self.vhost.name}' refused for user "
+                f"'{self.session.username}'",
+                method.ids,
+            )
+        if len(self._permitted) > 1000:
+            self._permitted.clear()
+        self._permitted.add(key)
+
     def _exchange_declare(self, method: m.ExchangeDeclare) -> None:
+        if not method.passive:
+            self._check("configure", "exchange", method.exchange, method)
         self.vhost.declare_exchange(
             method.exchange,
             method.type,
@@ -113,11 +133,14 @@ class Channel:
             self.reply(m.ExchangeDeclareOk())
 
     def _exchange_delete(self, method: m.ExchangeDelete) -> None:
+        self._check("configure", "exchange", method.exchange, method)
         self.vhost.delete_exchange(method.exchange, if_unused=method.if_unused, method=method.ids)
         if not method.no_wait:
             self.reply(m.ExchangeDeleteOk())
 
     def _exchange_bind(self, method: m.ExchangeBind) -> None:
+        self._check("write", "exchange", method.destination, method)
+        self._check("read", "exchange", method.source, method)
         self.vhost.bind(
             method.source, method.destination, "exchange", method.routing_key, method.arguments, method.ids
         )
@@ -125,6 +148,8 @@ class Channel:
             self.reply(m.ExchangeBindOk())
 
     def _exchange_unbind(self, method: m.ExchangeUnbind) -> None:
+        self._check("write", "exchange", method.destination, method)
+        self._check("read", "exchange", method.source, method)
         self.vhost.unbind(
             method.source, method.destination, "exchange", method.routing_key, method.arguments, method.ids
         )
@@ -151,6 +176,8 @@ class Channel:
             if not method.no_wait:
                 self.reply(m.QueueDeclareOk(REPLY_QUEUE, 0, 0))
             return
+        if not method.passive and method.queue:
+            self._check("configure", "queue", method.queue, method)
         queue = self.vhost.declare_queue(
             method.queue,
             passive=method.passive,
@@ -168,22 +195,29 @@ class Channel:
 
     def _queue_bind(self, method: m.QueueBind) -> None:
         queue = self._owned_queue(method.queue, method)
+        self._check("write", "queue", queue.name, method)
+        self._check("read", "exchange", method.exchange, method)
         self.vhost.bind(method.exchange, queue.name, "queue", method.routing_key, method.arguments, method.ids)
         if not method.no_wait:
             self.reply(m.QueueBindOk())
 
     def _queue_unbind(self, method: m.QueueUnbind) -> None:
         queue = self._owned_queue(method.queue, method)
+        self._check("write", "queue", queue.name, method)
+        self._check("read", "exchange", method.exchange, method)
         self.vhost.unbind(method.exchange, queue.name, "queue", method.routing_key, method.arguments, method.ids)
         self.reply(m.QueueUnbindOk())
 
     def _queue_purge(self, method: m.QueuePurge) -> None:
-        count = self._owned_queue(method.queue, method).purge()
+        queue = self._owned_queue(method.queue, method)
+        self._check("read", "queue", queue.name, method)
+        count = queue.purge()
         if not method.no_wait:
             self.reply(m.QueuePurgeOk(count))
 
     def _queue_delete(self, method: m.QueueDelete) -> None:
         name = self._queue_name(method.queue, method)
+        self._check("configure", "queue", name, method)
         queue = self.vhost.queues.get(name)
         if queue is None:
             # Deleting a missing queue succeeds, as in RabbitMQ.
@@ -219,6 +253,7 @@ class Channel:
             self._consume_replies(tag, method)
             return
         queue = self._owned_queue(method.queue, method)
+        self._check("read", "queue", queue.name, method)
         if queue.has_exclusive_consumer() or (method.exclusive and queue.consumer_count):
             raise access_refused(f"queue '{queue.name}' in vhost '{self.vhost.name}' in exclusive use", method.ids)
         priority = method.arguments.get("x-priority", 0)
@@ -323,6 +358,7 @@ class Channel:
 
     def _basic_get(self, method: m.BasicGet) -> None:
         queue = self._owned_queue(method.queue, method)
+        self._check("read", "queue", queue.name, method)
         entry = queue.get(method.no_ack)
         if entry is None:
             self.reply(m.BasicGetEmpty())
@@ -477,6 +513,7 @@ class Channel:
             if message.properties.reply_to == REPLY_QUEUE:
                 suffix = self.reply_consumer[1] if self.reply_consumer is not None else None
                 message = with_reply_address(message, suffix, method.ids)
+        self._check("write", "exchange", method.exchange, method)
         if not method.exchange and method.routing_key.startswith(REPLY_PREFIX):
             self._publish_reply(message, method.mandatory)
             return

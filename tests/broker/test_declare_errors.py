@@ -194,3 +194,22 @@ def test_unknown_vhost(node: InProcessNode) -> None:
     with pytest.raises(pika.exceptions.ProbableAccessDeniedError) as info:
         pika.BlockingConnection(params)
     assert "(530) 'NOT_ALLOWED - vhost nowhere not found'" in str(info.value)
+
+
+def test_permissions_are_enforced(node: InProcessNode) -> None:
+    from leveret.broker import Permission
+
+    node.call(lambda: node.broker.add_user("carol", "pw"))
+    node.call(lambda: node.broker.set_permissions("carol", "/", Permission("^carol-", "^carol-|^amq\\.default$", "^carol-")))
+    conn = pika.BlockingConnection(pika.URLParameters(f"amqp://carol:pw@127.0.0.1:{node.port}/"))
+    try:
+        conn.channel().queue_declare("carol-q")
+        code, text = _channel_error(conn, lambda ch: ch.queue_declare("other-q"))
+        assert (code, text) == (403, "ACCESS_REFUSED - access to queue 'other-q' in vhost '/' refused for user 'carol'")
+        code, text = _channel_error(conn, lambda ch: (ch.basic_publish("amq.topic", "k", b"x"), ch.queue_declare("carol-q")))
+        assert (code, text) == (403, "ACCESS_REFUSED - access to exchange 'amq.topic' in vhost '/' refused for user 'carol'")
+        ch = conn.channel()
+        ch.basic_publish("", "carol-q", b"mine")
+        assert ch.basic_get("carol-q", auto_ack=True)[2] == b"mine"
+    finally:
+        conn.close()
