@@ -46,6 +46,9 @@ class AMQPProtocol(asyncio.Protocol):
         self._turn_pending = False  # buffered frames wait for the next turn
         self._transport_reading = True
         self._write_blocked = False
+        self._pending_bytes = 0  # written by the session since the last flush
+        self._buffer_at_last_tick = 0
+        self._last_write_progress = time.monotonic()
         self._handshake_timer: asyncio.TimerHandle | None = None
 
     # --- asyncio.Protocol -----------------------------------------------------------------
@@ -124,6 +127,12 @@ class AMQPProtocol(asyncio.Protocol):
         if self._closing:
             return
         self._out.append(data)
+        self._pending_bytes += len(data)
+        session = self.session
+        # A turn that produces more than the socket's high-water mark stops deliveries now,
+        # not when the transport sees the bytes: a no-ack consumer must not get the whole queue.
+        if self._pending_bytes > HIGH_WATER and session is not None and session.writable:
+            session.writable = False
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self.loop.call_soon(self._flush)
@@ -134,8 +143,12 @@ class AMQPProtocol(asyncio.Protocol):
             return
         data = b"".join(self._out) if len(self._out) > 1 else self._out[0]
         self._out.clear()
+        self._pending_bytes = 0
         self._last_sent = time.monotonic()
         self.transport.write(data)
+        session = self.session
+        if session is not None and not session.writable and not self._write_blocked:
+            session.set_writable(True)  # the transport took it all: deliveries may go on
 
     def close(self) -> None:
         """Flush what is queued, then close the socket."""
@@ -175,8 +188,21 @@ class AMQPProtocol(asyncio.Protocol):
     def _heartbeat_tick(self) -> None:
         interval = self._heartbeat_interval
         now = time.monotonic()
-        # Two missed intervals from a peer that is not blocked by us means it is gone.
-        if self._transport_reading and now - self._last_received > 2 * interval:
+        if self.transport is not None:
+            # A peer whose socket still drains what we send is alive even while we are not
+            # reading from it (it is the reason we stopped).
+            buffered = self.transport.get_write_buffer_size()
+            if not self._write_blocked or buffered < self._buffer_at_last_tick:
+                self._last_write_progress = now
+            self._buffer_at_last_tick = buffered
+        # Two missed intervals from a peer that is not blocked by us means it is gone; one we do
+        # not read because it does not read us must at least be draining its socket.
+        silent = now - self._last_received > 2 * interval
+        if self._write_blocked:
+            dead = silent and now - self._last_write_progress > 2 * interval
+        else:
+            dead = self._transport_reading and silent
+        if dead:
             log.warning("missed heartbeats from client, timeout: %ss", interval)
             self._closing = True
             if self.transport is not None:

@@ -249,13 +249,6 @@ def _stalled_consumer(target: Target, queue: str, heartbeat: int) -> tuple[RawCl
 def test_client_that_stops_reading_and_sending_is_dropped(
     request: pytest.FixtureRequest, target: Target
 ) -> None:
-    known_bug(
-        request,
-        target,
-        "leveret/server/protocol.py AMQPProtocol._heartbeat_tick skips the missed-heartbeat check while "
-        "_transport_reading is false, and pause_writing (a peer that does not read) turns reading off: "
-        "a dead peer with full socket buffers is never dropped",
-    )
     queue = f"stalled-{target.name}-hb"
     raw, ch = _stalled_consumer(target, queue, heartbeat=1)
     try:
@@ -269,13 +262,6 @@ def test_client_that_stops_reading_and_sending_is_dropped(
 def test_no_ack_consumer_that_does_not_read_gets_a_bounded_backlog(
     request: pytest.FixtureRequest, target: Target
 ) -> None:
-    known_bug(
-        request,
-        target,
-        "leveret/queues/classic.py ClassicQueue.dispatch hands a no-ack consumer every ready message in one "
-        "loop turn: Session.writable only turns false on the transport's pause_writing, which comes when "
-        "AMQPProtocol._flush writes the batch, after dispatch; the whole queue lands in AMQPProtocol._out",
-    )
     queue = f"stalled-{target.name}-backlog"
     raw, ch = _stalled_consumer(target, queue, heartbeat=0)
     try:

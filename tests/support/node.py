@@ -69,7 +69,7 @@ class InProcessNode:
 
     def stop(self) -> None:
         try:
-            self._submit(self.node.stop()).result(10)
+            self._submit(self.node.stop()).result(30)
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(10)
