@@ -243,7 +243,7 @@ class Broker:
     def session_opened(self, session: Session) -> None:
         self.sessions.add(session)
         if self.alarms:
-            session.set_blocked(self._alarm_reason())
+            session.set_alarm(self._alarm_reason())
 
     def session_closed(self, session: Session) -> None:
         self.sessions.discard(session)
@@ -260,10 +260,10 @@ class Broker:
         log.warning("resource alarm %s %s", resource, "set" if active else "cleared")
         reason = self._alarm_reason() if self.alarms else None
         for session in list(self.sessions):
-            session.set_blocked(reason)
+            session.set_alarm(reason)
 
     def _alarm_reason(self) -> str:
-        return "low on " + " and ".join(sorted(self.alarms))
+        return "low on " + " & ".join(sorted(self.alarms))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -18,6 +18,12 @@ class Config:
     mgmt_port: int = 15672
     cluster_port: int = 25672
     join: list[str] = field(default_factory=list)
+    # Cluster edit: the shared cluster secret (default DATA_DIR/.cluster_secret, made on first
+    # start) and optional TLS between nodes (PEM files; with a CA both sides are checked).
+    cluster_secret_file: str | None = None
+    cluster_tls_cert: str | None = None
+    cluster_tls_key: str | None = None
+    cluster_tls_ca: str | None = None
     ports_file: str | None = None
     cluster_name: str = "leveret"
     default_user: str = "guest"

@@ -11,6 +11,7 @@ from . import __version__
 from .amqp import methods as m
 from .amqp.connection import (
     BadProtocolHeader,
+    Event,
     ChannelFailed,
     ConnectionFailed,
     ContentReceived,
@@ -77,7 +78,9 @@ class Session:
         self.client_properties: dict[str, Any] = {}
         self.writable = True
         self.frame_max = DEFAULT_FRAME_MAX
-        self.blocked = False
+        self.blocked = False  # told connection.blocked, and not read, until the alarm clears
+        self.alarm: str | None = None
+        self._held: list[Event] = []
         self.exclusive_queues: set[str] = set()
         self._throttled_by: set[ClassicQueue] = set()
         # Set while this connection publishes to a queue whose consumers fall behind: its
@@ -88,15 +91,22 @@ class Session:
     # --- IO entry points ----------------------------------------------------------------------
 
     def data_received(self, data: bytes, max_frames: int = 0) -> None:
-        channels = self.channels
-        published = False
         self.publishes_to_congested_queue = False
-        for event in self.conn.receive_data(data, max_frames):
+        self._handle_events(self.conn.receive_data(data, max_frames))
+
+    def _handle_events(self, events: list[Event]) -> None:
+        channels = self.channels
+        for index, event in enumerate(events):
             if self.closed:
                 break
             kind = type(event)
             if kind is ContentReceived:
-                published = True
+                if self.alarm is not None:
+                    # As RabbitMQ: a connection that publishes during a resource alarm is told it
+                    # is blocked and read no further; its publishes wait for the alarm to clear.
+                    self._held = events[index:]
+                    self._block()
+                    break
                 channel = channels.get(event.channel)  # type: ignore[union-attr]
                 if channel is not None:
                     self._run(channel, channel.handle_publish, cast(ContentReceived, event))
@@ -114,10 +124,6 @@ class Session:
         for channel in channels.values():
             if channel.confirming:
                 channel.flush_confirms()
-        if published and self.blocked:
-            # As RabbitMQ: a blocked connection is read no further once it publishes; one that
-            # only consumes keeps acknowledging, which is what frees the memory.
-            self.transport.set_reading(False)
 
     def connection_lost(self) -> None:
         """The socket is gone: release channels and exclusive queues."""
@@ -173,18 +179,30 @@ class Session:
             self.transport.set_reading(True)
 
 
-    def set_blocked(self, reason: str | None) -> None:
-        """Resource alarm on (reason) or off (None): tell the client and stop reading from it."""
-        blocked = reason is not None
-        if blocked == self.blocked or not self.conn.is_open:
-            self.blocked = blocked
+    def set_alarm(self, reason: str | None) -> None:
+        """The node's resource alarms changed: `reason` while any is raised, None once all clear.
+
+        Nothing is said to the client until it publishes (RabbitMQ's "blocking" state); one that
+        was blocked hears connection.unblocked and its held publishes go through."""
+        self.alarm = reason
+        if reason is not None or self.closed:
             return
-        self.blocked = blocked
-        if self.client_capability("connection.blocked"):
-            method: m.Method = m.ConnectionBlocked(reason) if reason is not None else m.ConnectionUnblocked()
-            self.write(method_frame(0, method))
-        if not blocked and not self._throttled_by:
+        if self.blocked:
+            self.blocked = False
+            if self.client_capability("connection.blocked"):
+                self.write(method_frame(0, m.ConnectionUnblocked()))
+        held, self._held = self._held, []
+        if held:
+            self._handle_events(held)
+        if not self._throttled_by and self.alarm is None:
             self.transport.set_reading(True)
+
+    def _block(self) -> None:
+        if not self.blocked:
+            self.blocked = True
+            if self.client_capability("connection.blocked"):
+                self.write(method_frame(0, m.ConnectionBlocked(self.alarm or "")))
+        self.transport.set_reading(False)
 
     # --- events -------------------------------------------------------------------------------
 

@@ -931,6 +931,9 @@ def _fill_ctl_parser(ctl: argparse.ArgumentParser) -> None:
     parser.add_argument("path")
     parser = command("import_definitions", "read definitions as JSON from a file, or - for stdin")
     parser.add_argument("path")
+    from .cluster_ctl import register  # cluster commands; imported here as it imports this module
+
+    register(command, COMMANDS)
 
 
 def run_ctl(args: argparse.Namespace) -> int:

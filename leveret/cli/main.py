@@ -20,6 +20,7 @@ def _server_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     server.add_argument("--mgmt-port", type=int)
     server.add_argument("--cluster-port", type=int)
     server.add_argument("--join", action="append", metavar="HOST:PORT")
+    server.add_argument("--cluster-secret-file", metavar="FILE", help="the shared cluster secret")
     server.add_argument("--config", metavar="FILE", help="TOML configuration file")
     server.add_argument("--ports-file", metavar="FILE", help="write the bound ports as JSON once ready")
     server.add_argument("--log-level")
@@ -34,6 +35,7 @@ def _run_server(args: argparse.Namespace) -> int:
         "mgmt_port": args.mgmt_port,
         "cluster_port": args.cluster_port,
         "join": args.join,
+        "cluster_secret_file": args.cluster_secret_file,
         "ports_file": args.ports_file,
         "log_level": args.log_level,
     }

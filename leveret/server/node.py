@@ -9,6 +9,8 @@ import os
 import signal
 from pathlib import Path
 
+from cluster.plugin import ClusterPlugin, start_cluster  # cluster edit
+
 from ..broker import Broker
 from ..config import Config
 from ..definitions_log import DefinitionsLog
@@ -16,7 +18,6 @@ from ..persistence import MessageStores
 from ..store import DiskMonitor
 from ..mgmt import start_management
 from .memory_monitor import MemoryMonitor
-from .placeholder_listener import start_placeholder
 from .protocol import AMQPProtocol
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,7 @@ class Node:
         self._servers: list[asyncio.Server] = []
         self._monitor: MemoryMonitor | None = None
         self._disk_task: asyncio.Task[None] | None = None
+        self.cluster: ClusterPlugin | None = None  # cluster edit
 
     async def start(self) -> None:
         config = self.config
@@ -47,10 +49,9 @@ class Node:
         mgmt = await start_management(self.broker, config.bind, config.mgmt_port, listeners=self.ports)
         self._servers.append(mgmt)  # type: ignore[arg-type]
         self.ports["mgmt"] = mgmt.sockets[0].getsockname()[1]
-        # The cluster port is taken now so that tools can rely on it; the cluster layer serves it.
-        cluster = await start_placeholder(config.bind, config.cluster_port)
-        self._servers.append(cluster)
-        self.ports["cluster"] = cluster.sockets[0].getsockname()[1]
+        # Cluster edit: membership, replicated metadata and gossip on the cluster port.
+        self.cluster = await start_cluster(config, self.broker)
+        self.ports["cluster"] = self.cluster.port
         if config.memory_high_watermark:
             self._monitor = MemoryMonitor(self.broker, config.memory_high_watermark)
             self._monitor.start()
@@ -59,6 +60,8 @@ class Node:
             _write_atomically(Path(config.ports_file), json.dumps(self.ports))
 
     async def stop(self) -> None:
+        if self.cluster is not None:  # cluster edit: hands Raft leadership over first
+            await self.cluster.stop()
         if self._monitor is not None:
             self._monitor.stop()
         if self._disk_task is not None:
@@ -68,7 +71,11 @@ class Node:
         for session in list(self.broker.sessions):
             session.close_for_shutdown()
         for server in self._servers:
-            await server.wait_closed()
+            try:
+                # Sessions close their sockets within CLOSE_GRACE_SECONDS; do not hang on a peer.
+                await asyncio.wait_for(server.wait_closed(), 5)
+            except asyncio.TimeoutError:
+                log.warning("some connections did not close in time")
         queue_stores = [
             queue.store
             for vhost in self.broker.vhosts.values()

@@ -163,8 +163,9 @@ class AMQPProtocol(asyncio.Protocol):
         self.loop.call_later(CLOSE_GRACE_SECONDS, self._abort)
 
     def _abort(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.close()
+        # abort, not close: close would wait for a peer that does not read to take our bytes.
+        if self.transport is not None:
+            self.transport.abort()
 
     def heartbeat_negotiated(self, seconds: int) -> None:
         if self._handshake_timer is not None:

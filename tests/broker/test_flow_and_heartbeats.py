@@ -392,12 +392,6 @@ def test_connections_that_do_not_publish_keep_working_during_an_alarm(node: InPr
         conn.close()
 
 
-@pytest.mark.xfail(
-    reason="Leveret bug: Broker.set_alarm -> Session.set_blocked (leveret/session.py) writes connection.blocked "
-    "to every connection at once, and Broker.session_opened to each new one; RabbitMQ sends it to a connection "
-    "only when it publishes",
-    strict=True,
-)
 def test_no_blocked_notification_before_a_connection_publishes(node: InProcessNode) -> None:
     capabilities = {"connection.blocked": True}
     early = _open(node.port, capabilities=capabilities)
@@ -417,11 +411,6 @@ def test_no_blocked_notification_before_a_connection_publishes(node: InProcessNo
         early.close()
 
 
-@pytest.mark.xfail(
-    reason="Leveret bug: a publish read while an alarm is on is routed at once (Session.data_received handles "
-    "the batch, then stops reading); RabbitMQ holds it, and sends connection.blocked, until the alarm clears",
-    strict=True,
-)
 def test_publish_during_an_alarm_waits_for_it_to_clear(
     node: InProcessNode, watched: Watched
 ) -> None:
@@ -438,11 +427,6 @@ def test_publish_during_an_alarm_waits_for_it_to_clear(
     wait_for(lambda: _ready(node, "held") == 1)
 
 
-@pytest.mark.xfail(
-    reason="Leveret bug: Broker._alarm_reason (leveret/broker.py) joins resources with ' and'; RabbitMQ says "
-    "'low on disk & memory'",
-    strict=True,
-)
 def test_blocked_reason_names_every_alarm(node: InProcessNode) -> None:
     _alarm(node, "memory", True)
     _alarm(node, "disk", True)

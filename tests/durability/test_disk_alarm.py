@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import struct
+
 from leveret.amqp import methods as m
+from leveret.amqp.frames import method_frame
 from tests.support.node import InProcessNode, wait_for
 from tests.support.raw_client import RawClient
 
@@ -12,7 +15,10 @@ def test_low_disk_blocks_publishers() -> None:
     try:
         wait_for(lambda: node.call(lambda: "disk" in node.broker.alarms))
         client = RawClient(node.port)
-        client.handshake(channel=None, capabilities={"connection.blocked": True})
+        client.handshake(capabilities={"connection.blocked": True})
+        # As RabbitMQ, a connection hears it is blocked when it publishes.
+        client.send(method_frame(1, m.BasicPublish(routing_key="q")) + struct.pack(">BHI", 2, 1, 14)
+                    + struct.pack(">HHQH", 60, 0, 0, 0) + b"\xce")
         channel, method = client.read_method()  # type: ignore[misc]
         assert channel == 0 and isinstance(method, m.ConnectionBlocked)
         assert method.reason == "low on disk"
