@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from .amqp import methods as m
 from .amqp.errors import AMQPError, ReplyCode, access_refused, not_found, precondition_failed
+from .amqp.fields import argument_types
 from .amqp.frames import content_frames, deliver_frames, get_ok_frames, method_frame, shortstr
+from .declare_rules import FIELD_TYPE_NAMES
 from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, with_reply_address
 from .message import Message, check_properties
 from .names import consumer_tag as new_consumer_tag
@@ -258,9 +260,11 @@ class Channel:
             raise access_refused(f"queue '{queue.name}' in vhost '{self.vhost.name}' in exclusive use", method.ids)
         priority = method.arguments.get("x-priority", 0)
         if isinstance(priority, bool) or not isinstance(priority, int):
+            wire_type = argument_types(method.arguments).get("x-priority", "")
+            type_name = FIELD_TYPE_NAMES.get(wire_type, "longstr")
             raise precondition_failed(
                 f"invalid arg 'x-priority' for queue '{queue.name}' in vhost '{self.vhost.name}': "
-                f"{{unacceptable_type,{priority!r}}}",
+                f'"expected integer, got {type_name}"',
                 method.ids,
             )
         consumer = Consumer(

@@ -11,10 +11,10 @@ from . import __version__
 from .amqp import methods as m
 from .amqp.connection import (
     BadProtocolHeader,
-    Event,
     ChannelFailed,
     ConnectionFailed,
     ContentReceived,
+    Event,
     MethodReceived,
     ProtocolHeaderReceived,
     ServerConnection,
@@ -59,6 +59,8 @@ class Transport(Protocol):
 
     def close_after_grace(self) -> None: ...
 
+    def close_silently(self) -> None: ...
+
     def heartbeat_negotiated(self, seconds: int) -> None: ...
 
     def set_reading(self, reading: bool) -> None: ...
@@ -78,6 +80,7 @@ class Session:
         self.client_properties: dict[str, Any] = {}
         self.writable = True
         self.frame_max = DEFAULT_FRAME_MAX
+        self.phase = "starting"  # starting, tuning, opening, running: RabbitMQ's handshake states
         self.blocked = False  # told connection.blocked, and not read, until the alarm clears
         self.alarm: str | None = None
         self._held: list[Event] = []
@@ -263,6 +266,13 @@ class Session:
 
     def _connection_error(self, error: AMQPError, lost_sync: bool) -> None:
         log.info("closing connection from %s:%s: %s", self.peer[0], self.peer[1], error)
+        if self.phase in ("starting", "tuning"):
+            # RabbitMQ 3.10 answers a broken handshake with silence: it drops the socket after
+            # a delay, so that failed logins cannot be retried in a tight loop.
+            self.closed = True
+            self.conn.close_connection(error)
+            self.transport.close_silently()
+            return
         self._teardown_channels()
         self.write(self.conn.close_connection(error))
         # RabbitMQ gives the client a moment to read the close, then drops the socket
@@ -298,6 +308,7 @@ class Session:
         if kind is m.ConnectionStartOk:
             self._start_ok(method)  # type: ignore[arg-type]
         elif kind is m.ConnectionTuneOk:
+            self.phase = "opening"
             self.frame_max = self.conn.frame_max
             self.transport.heartbeat_negotiated(self.conn.heartbeat)
         elif kind is m.ConnectionOpen:
@@ -338,6 +349,7 @@ class Session:
             self.transport.close_after_grace()
             return
         self.username = username
+        self.phase = "tuning"
         self.write(method_frame(0, m.ConnectionTune(DEFAULT_CHANNEL_MAX, DEFAULT_FRAME_MAX, DEFAULT_HEARTBEAT)))
 
     def _open(self, method: m.ConnectionOpen) -> None:
@@ -351,6 +363,7 @@ class Session:
                 method.ids,
             )
         self.vhost = vhost
+        self.phase = "running"
         self.write(method_frame(0, m.ConnectionOpenOk()))
         self.broker.session_opened(self)
 

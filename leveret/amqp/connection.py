@@ -329,13 +329,14 @@ class ServerConnection:
             if type(method) is not m.ChannelOpen:
                 self._fail(events, AMQPError(ReplyCode.CHANNEL_ERROR, "expected 'channel.open'", method.ids), False)
                 return
-            if self.channel_max and channel > self.channel_max:
+            if self.channel_max and len(self.channels) >= self.channel_max:
+                # RabbitMQ limits how many channels are open, whatever their numbers.
                 self._fail(
                     events,
                     AMQPError(
                         ReplyCode.NOT_ALLOWED,
-                        f"channel number {channel} exceeds the negotiated channel_max ({self.channel_max})",
-                        method.ids,
+                        f"number of channels opened ({len(self.channels)}) has reached the "
+                        f"negotiated channel_max ({self.channel_max})",
                     ),
                     False,
                 )

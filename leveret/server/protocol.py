@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 
 # How long a client may take to answer our connection.close before the socket is dropped.
 CLOSE_GRACE_SECONDS = 1.0
+SILENT_CLOSE_SECONDS = 3.0
 HIGH_WATER = 1 << 20
 LOW_WATER = 1 << 18
 # Frames handled per event-loop turn for one connection. A publisher's 256 KiB read holds
@@ -157,6 +158,12 @@ class AMQPProtocol(asyncio.Protocol):
         self._flush()
         self._closing = True
         self.transport.close()
+
+    def close_silently(self) -> None:
+        """Read no more and drop the socket after RabbitMQ's silent-close delay (3 s)."""
+        self._closing = True
+        self._update_reading()
+        self.loop.call_later(SILENT_CLOSE_SECONDS, self._abort)
 
     def close_after_grace(self) -> None:
         self._flush()

@@ -489,14 +489,6 @@ def test_blocked_connection_is_not_dropped_for_missed_heartbeats(node: InProcess
 def test_tune_ok_out_of_range_ends_the_handshake_silently(
     request: pytest.FixtureRequest, target: Target, channel_max: int, frame_max: int
 ) -> None:
-    known_bug(
-        request,
-        target,
-        "RabbitMQ 3.10.8 treats a failed tune negotiation as a handshake error: it sends no connection.close "
-        "and drops the socket (after 3 s); Leveret sends 530 (leveret/amqp/connection.py _check_tune_ok, failed "
-        "through ServerConnection._fail and Session._connection_error), with method ids (10, 31) and without "
-        "RabbitMQ's ' (no limit)' detail for 0",
-    )
     raw = _start(target.port, timeout=8.0)
     try:
         tune = raw.read_method()
@@ -552,13 +544,6 @@ def test_smallest_tune_values_are_accepted_and_frame_max_is_honoured(target: Tar
 def test_channel_max_limits_how_many_channels_are_open(
     request: pytest.FixtureRequest, target: Target
 ) -> None:
-    known_bug(
-        request,
-        target,
-        "leveret/amqp/connection.py ServerConnection._handle_frame compares the channel *number* with channel_max; "
-        "RabbitMQ limits the number of open channels (530 'number of channels opened (N) has reached the "
-        "negotiated channel_max (N)', method ids 0, 0)",
-    )
     raw = _open(target.port, channel_max=1)
     try:
         _round_trip(raw, channel=7)
@@ -584,12 +569,6 @@ def test_channel_max_limits_how_many_channels_are_open(
 def test_channel_numbers_above_channel_max_are_allowed(
     request: pytest.FixtureRequest, target: Target
 ) -> None:
-    known_bug(
-        request,
-        target,
-        "leveret/amqp/connection.py ServerConnection._handle_frame refuses a channel number above channel_max "
-        "(530); RabbitMQ only counts open channels",
-    )
     raw = _open(target.port, channel_max=2047)
     try:
         _round_trip(raw, channel=2048)
@@ -647,13 +626,6 @@ def test_wrong_credentials_close_silently_without_the_capability(target: Target)
 def test_broken_login_ends_the_handshake_silently(
     request: pytest.FixtureRequest, target: Target, mechanism: str, response: bytes
 ) -> None:
-    known_bug(
-        request,
-        target,
-        "RabbitMQ 3.10.8 answers a bad mechanism or response with no connection.close (it drops the socket after "
-        "3 s, even with authentication_failure_close); Leveret's Session._start_ok raises 503 / 502, which "
-        "Session._connection_error sends as connection.close",
-    )
     raw = _start(
         target.port,
         capabilities={"authentication_failure_close": True},

@@ -367,12 +367,6 @@ def test_consumer_priorities_with_prefetch(conn: pika.BlockingConnection, queue_
 def test_consumer_priority_must_be_an_integer(
     request: pytest.FixtureRequest, target: Target, conn: pika.BlockingConnection, queue_name: str
 ) -> None:
-    known_bug(
-        request,
-        target,
-        "leveret/channel.py Channel._basic_consume words a bad x-priority as {unacceptable_type,'high'}; "
-        'RabbitMQ says "expected integer, got longstr" (the AMQP field type\'s name)',
-    )
     conn.channel().queue_declare(queue_name)
     ch = conn.channel()
     with pytest.raises(pika.exceptions.ChannelClosedByBroker) as caught:
