@@ -12,26 +12,35 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from tests.support.rabbitmq import find_rabbitmq, start_rabbitmq
+from tests.support.rabbitmq import RabbitNode, find_rabbitmq, start_rabbitmq
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-_POLL_INTERVAL = 0.1
+_POLL_INTERVAL = 0.02  # short: the restart measurement waits on the ports file
 
 
 class BrokerStartError(RuntimeError):
     """The broker under test did not come up; the message carries its log tail."""
 
 
-@dataclass(frozen=True)
-class BrokerUnderTest:
-    """A running broker: where to connect, and the process group whose cost is measured."""
+class BrokerUnderTest(Protocol):
+    """A running broker: where to connect, the process group whose cost is measured, and a restart
+    in two halves (stop_server, then start_server on the same data) so that each can be timed."""
 
     name: str
-    url: str
-    process_group: int
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def process_group(self) -> int: ...
+
+    def stop_server(self) -> None: ...
+
+    def start_server(self) -> None:
+        """Start again on the same data; returns once the broker accepts AMQP connections."""
 
 
 def default_leveret_command() -> list[str]:
@@ -51,6 +60,27 @@ def _pin(cpu: int | None) -> list[str]:
     return ["taskset", "-c", str(cpu)] if cpu is not None else []
 
 
+class _RabbitBroker:
+    name = "rabbitmq"
+
+    def __init__(self, node: RabbitNode) -> None:
+        self._node = node
+
+    @property
+    def url(self) -> str:
+        return self._node.url
+
+    @property
+    def process_group(self) -> int:
+        return self._node.pid
+
+    def stop_server(self) -> None:
+        self._node.stop_server()
+
+    def start_server(self) -> None:
+        self._node.start_server()
+
+
 @contextmanager
 def running_rabbitmq(cpu: int | None) -> Iterator[BrokerUnderTest]:
     """RabbitMQ on its own ports, pinned to `cpu` with one scheduler (`+S 1:1`)."""
@@ -59,7 +89,7 @@ def running_rabbitmq(cpu: int | None) -> Iterator[BrokerUnderTest]:
             "rabbitmq-server is not installed (Debian: apt-get install rabbitmq-server)"
         )
     with start_rabbitmq(cpu=cpu, scheduler_one=True) as node:
-        yield BrokerUnderTest(name="rabbitmq", url=node.url, process_group=node.pid)
+        yield _RabbitBroker(node)
 
 
 def _read_ports(ports_file: Path) -> dict[str, int] | None:
@@ -92,6 +122,43 @@ def _stop_process(process: subprocess.Popen[bytes], timeout: float) -> None:
         process.wait(timeout=timeout)
 
 
+class _LeveretBroker:
+    """A Leveret node process in its own session; started again on the same data directory."""
+
+    name = "leveret"
+
+    def __init__(self, argv: list[str], ports_file: Path, log_file: Path, timeout: float) -> None:
+        self._argv = argv
+        self._ports_file = ports_file
+        self._log_file = log_file
+        self._timeout = timeout
+        self._process: subprocess.Popen[bytes] | None = None
+        self._amqp_port = 0
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self._amqp_port}/"
+
+    @property
+    def process_group(self) -> int:
+        assert self._process is not None
+        return self._process.pid
+
+    def start_server(self) -> None:
+        self._ports_file.unlink(missing_ok=True)  # a new one says this start is ready
+        with open(self._log_file, "ab") as log:
+            self._process = subprocess.Popen(
+                self._argv, cwd=REPO_ROOT, start_new_session=True, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT,
+            )
+        ports = _wait_ports_file(self._process, self._ports_file, self._log_file, self._timeout)
+        self._amqp_port = ports["amqp"]
+
+    def stop_server(self) -> None:
+        if self._process is not None:
+            _stop_process(self._process, timeout=self._timeout)
+
+
 @contextmanager
 def running_leveret(
     cpu: int | None, command: Sequence[str] | None = None, timeout: float = 60.0,
@@ -99,25 +166,17 @@ def running_leveret(
     """A Leveret node on ephemeral ports (DESIGN.md section 3), pinned to `cpu`."""
     base = Path(tempfile.mkdtemp(prefix="leveret-bench-node-"))
     ports_file = base / "ports.json"
-    log_file = base / "leveret.log"
     argv = [
         *_die_with_parent(), *_pin(cpu), *(command or default_leveret_command()),
         "--amqp-port", "0", "--mgmt-port", "0", "--cluster-port", "0",
         "--data-dir", str(base / "data"), "--ports-file", str(ports_file),
     ]
-    with open(log_file, "wb") as log:
-        process = subprocess.Popen(
-            argv, cwd=REPO_ROOT, start_new_session=True, stdin=subprocess.DEVNULL,
-            stdout=log, stderr=subprocess.STDOUT,
-        )
+    broker = _LeveretBroker(argv, ports_file, base / "leveret.log", timeout)
     try:
-        ports = _wait_ports_file(process, ports_file, log_file, timeout)
-        yield BrokerUnderTest(
-            name="leveret", url=f"amqp://guest:guest@127.0.0.1:{ports['amqp']}/",
-            process_group=process.pid,
-        )
+        broker.start_server()
+        yield broker
     finally:
-        _stop_process(process, timeout=30)
+        broker.stop_server()
         shutil.rmtree(base, ignore_errors=True)
 
 

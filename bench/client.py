@@ -67,7 +67,8 @@ class _Protocol(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self._buffer = bytearray()
-        self._replies: deque[tuple[int, asyncio.Future[bytes]]] = deque()
+        # Each awaited reply: the method ids that answer it (basic.get has two), and its future.
+        self._replies: deque[tuple[tuple[int, ...], asyncio.Future[bytes]]] = deque()
         self._writable = asyncio.Event()
         self._writable.set()
         self.closed: AMQPClosed | None = None
@@ -171,7 +172,7 @@ class _Protocol(asyncio.Protocol):
             self.blocked = True
         elif method_id == wire.CONNECTION_UNBLOCKED:
             self.blocked = False
-        elif self._replies and self._replies[0][0] == method_id:
+        elif self._replies and method_id in self._replies[0][0]:
             _expected, future = self._replies.popleft()
             if not future.done():
                 future.set_result(payload)
@@ -187,12 +188,13 @@ class _Protocol(asyncio.Protocol):
                 future.set_exception(error)
         self.closed_event.set()
 
-    def expect(self, method_id: int) -> asyncio.Future[bytes]:
+    def expect(self, *method_ids: int) -> asyncio.Future[bytes]:
+        """A future for the next reply that is one of `method_ids`: its payload, method id first."""
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         if self.closed is not None:
             future.set_exception(self.closed)
         else:
-            self._replies.append((method_id, future))
+            self._replies.append((method_ids, future))
         return future
 
     def write(self, data: bytes) -> None:
@@ -256,14 +258,28 @@ class Connection:
         self._protocol.write(frame)
         return wire.Reader(await future, 4)
 
+    async def exchange_declare(self, exchange: str, kind: str, *, durable: bool = False) -> None:
+        frame = wire.exchange_declare(CHANNEL, exchange, kind, durable=durable)
+        await self._call(frame, wire.EXCHANGE_DECLARE_OK)
+
+    async def exchange_delete(self, exchange: str) -> None:
+        await self._call(wire.exchange_delete(CHANNEL, exchange), wire.EXCHANGE_DELETE_OK)
+
     async def queue_declare(
         self, queue: str, *, durable: bool = False, exclusive: bool = False,
         auto_delete: bool = False, arguments: Mapping[str, Any] | None = None,
+        passive: bool = False,
     ) -> tuple[str, int, int]:
+        """Declare (or with `passive`, look up) a queue: (name, message count, consumer count)."""
         frame = wire.queue_declare(CHANNEL, queue, durable=durable, exclusive=exclusive,
-                                   auto_delete=auto_delete, arguments=arguments or {})
+                                   auto_delete=auto_delete, arguments=arguments or {},
+                                   passive=passive)
         reader = await self._call(frame, wire.QUEUE_DECLARE_OK)
         return reader.shortstr(), reader.long(), reader.long()
+
+    async def queue_bind(self, queue: str, exchange: str, routing_key: str) -> None:
+        frame = wire.queue_bind(CHANNEL, queue, exchange, routing_key)
+        await self._call(frame, wire.QUEUE_BIND_OK)
 
     async def queue_purge(self, queue: str) -> int:
         reader = await self._call(wire.queue_purge(CHANNEL, queue), wire.QUEUE_PURGE_OK)
@@ -272,6 +288,13 @@ class Connection:
     async def queue_delete(self, queue: str) -> int:
         reader = await self._call(wire.queue_delete(CHANNEL, queue), wire.QUEUE_DELETE_OK)
         return reader.long()
+
+    async def basic_get(self, queue: str) -> bool:
+        """basic.get with auto-ack: whether a message came (its content frames are skipped)."""
+        future = self._protocol.expect(wire.BASIC_GET_OK, wire.BASIC_GET_EMPTY)
+        self._protocol.write(wire.basic_get(CHANNEL, queue, no_ack=True))
+        payload = await future
+        return wire.METHOD_ID.unpack_from(payload)[0] == wire.BASIC_GET_OK
 
     async def basic_qos(self, prefetch_count: int) -> None:
         await self._call(wire.basic_qos(CHANNEL, prefetch_count), wire.BASIC_QOS_OK)

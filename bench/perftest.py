@@ -7,20 +7,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import queue as queue_module
 import sys
 import time
 import urllib.parse
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.client import AMQPClosed, Connection, run
+from bench import topology
+from bench.client import AMQPClosed, run
 from bench.latency import merge_samples, summarise_us
 from bench.roles import RoleSettings
 from bench.workers import WorkerPlan, worker_main
@@ -39,7 +41,12 @@ class PerfTestConfig:
     consumers: int = 1
     size: int = 12
     queue: str = ""
+    queue_pattern: str = ""  # e.g. "q-%d": one queue per number of the range below
+    queue_pattern_from: int = 1
+    queue_pattern_to: int = 1
+    queue_args: dict[str, int | str] = field(default_factory=dict)
     exchange: str = ""
+    exchange_type: str = ""  # declare the exchange with this type ("": do not declare it)
     routing_key: str = ""
     durable: bool = False
     persistent: bool = False
@@ -49,6 +56,8 @@ class PerfTestConfig:
     auto_ack: bool = False
     multi_ack_every: int = 0
     rate: float = 0.0
+    random_priority: int | None = None
+    producer_messages: int = 0  # per producer; 0: no limit
     duration: int = 15
     warmup: int = 0
     processes: int = 0  # 0: one per producer and per consumer
@@ -68,7 +77,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-s", "--size", type=int, default=12,
                         help="message size in bytes (8 or more carries a latency stamp)")
     parser.add_argument("-u", "--queue", default="", help="queue name (default: a fresh one)")
+    parser.add_argument("--queue-pattern", default="",
+                        help="several queues, e.g. 'q-%%d' (consumers spread over them)")
+    parser.add_argument("--queue-pattern-from", type=int, default=1)
+    parser.add_argument("--queue-pattern-to", type=int, default=1)
+    parser.add_argument("--queue-args", default="",
+                        help="queue arguments, e.g. x-max-length=1000,x-overflow=drop-head")
     parser.add_argument("-e", "--exchange", default="", help="exchange (default: the default one)")
+    parser.add_argument("-t", "--type", default="",
+                        help="declare the exchange with this type (direct, fanout, topic, ...)")
     parser.add_argument("-k", "--routing-key", default="",
                         help="routing key (default: the queue name)")
     parser.add_argument("--durable", action="store_true", help="declare the queue durable")
@@ -82,6 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="ack with multiple=true every N messages (0: ack each one)")
     parser.add_argument("-r", "--rate", type=float, default=0.0,
                         help="publish rate per producer in msg/s (0: as fast as possible)")
+    parser.add_argument("--random-priority", type=int, default=None, metavar="MAX",
+                        help="give each message a priority drawn uniformly from 0..MAX")
+    parser.add_argument("-C", "--pmessages", type=int, default=0,
+                        help="messages per producer, then wait for their confirms and stop")
     parser.add_argument("-z", "--time", type=int, default=15, help="measured seconds")
     parser.add_argument("--warmup", type=int, default=0,
                         help="seconds run before the measured ones, not counted")
@@ -94,13 +115,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> PerfTestConfig:
+    if args.random_priority is not None and not 0 <= args.random_priority <= 255:
+        raise ValueError("--random-priority must be within 0..255")
     return PerfTestConfig(
         uri=args.uri, producers=args.producers, consumers=args.consumers, size=args.size,
-        queue=args.queue, exchange=args.exchange, routing_key=args.routing_key,
+        queue=args.queue, queue_pattern=args.queue_pattern,
+        queue_pattern_from=args.queue_pattern_from, queue_pattern_to=args.queue_pattern_to,
+        queue_args=topology.parse_queue_arguments(args.queue_args), exchange=args.exchange,
+        exchange_type=args.type, routing_key=args.routing_key,
         durable=args.durable, persistent="persistent" in args.flag,
         mandatory="mandatory" in args.flag, confirm=max(args.confirm, 0),
         prefetch=max(args.qos, 0), auto_ack=args.autoack,
         multi_ack_every=max(args.multi_ack_every, 0), rate=max(args.rate, 0.0),
+        random_priority=args.random_priority, producer_messages=max(args.pmessages, 0),
         duration=args.time, warmup=max(args.warmup, 0), processes=max(args.processes, 0),
         batch=max(args.batch, 1), keep_queue=args.keep_queue,
     )
@@ -114,22 +141,15 @@ def _redacted(uri: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-async def _prepare_queue(config: PerfTestConfig, queue: str) -> dict[str, Any]:
-    connection = await Connection.open(config.uri, "leveret-bench-setup")
-    try:
-        await connection.queue_declare(queue, durable=config.durable)
-        await connection.queue_purge(queue)
-        return connection.server_properties
-    finally:
-        await connection.close()
-
-
-async def _delete_queue(config: PerfTestConfig, queue: str) -> None:
-    connection = await Connection.open(config.uri, "leveret-bench-teardown")
-    try:
-        await connection.queue_delete(queue)
-    finally:
-        await connection.close()
+def _topology(config: PerfTestConfig) -> topology.Topology:
+    queue = config.queue or f"leveret-bench-{uuid.uuid4().hex[:8]}"
+    queues = topology.queue_names(queue, config.queue_pattern, config.queue_pattern_from,
+                                  config.queue_pattern_to)
+    return topology.Topology(
+        queues=queues, exchange=config.exchange, exchange_type=config.exchange_type,
+        routing_key=config.routing_key or queues[0], durable=config.durable,
+        queue_arguments=config.queue_args,
+    )
 
 
 def _plans(config: PerfTestConfig, settings: RoleSettings) -> list[WorkerPlan]:
@@ -156,22 +176,23 @@ def run_perftest(config: PerfTestConfig) -> dict[str, Any]:
     """Run one load test against config.uri and return the result object."""
     if config.producers + config.consumers == 0:
         raise ValueError("nothing to run: no producers and no consumers")
-    queue = config.queue or f"leveret-bench-{uuid.uuid4().hex[:8]}"
+    target = _topology(config)
     seconds = config.warmup + config.duration
     settings = RoleSettings(
-        uri=config.uri, queue=queue, exchange=config.exchange,
-        routing_key=config.routing_key or queue, size=config.size, persistent=config.persistent,
+        uri=config.uri, queues=target.queues, exchange=config.exchange,
+        routing_key=target.routing_key, size=config.size, persistent=config.persistent,
         mandatory=config.mandatory, confirm_window=config.confirm, rate=config.rate,
         prefetch=config.prefetch, auto_ack=config.auto_ack,
         multi_ack_every=config.multi_ack_every, batch=config.batch, seconds=seconds,
+        random_priority=config.random_priority, max_messages=config.producer_messages,
     )
-    server_properties = run(_prepare_queue(config, queue))
+    server_properties = run(topology.declare(config.uri, target))
     try:
         outcome = _run_workers(config, settings)
     finally:
         if not config.keep_queue:
-            run(_delete_queue(config, queue))
-    return _summarise(config, queue, server_properties, outcome)
+            run(topology.delete(config.uri, target))
+    return _summarise(config, target, server_properties, outcome)
 
 
 def _run_workers(config: PerfTestConfig, settings: RoleSettings) -> dict[str, Any]:
@@ -238,10 +259,24 @@ def _wait_workers_ready(ready: Any, count: int, processes: list[Any]) -> list[st
     return errors
 
 
+def _run_end_ns(config: PerfTestConfig, outcome: dict[str, Any]) -> int:
+    """When the run ended: at its time limit, or earlier once every role had stopped (-C)."""
+    planned = outcome["start_ns"] + (config.warmup + config.duration) * _NS
+    ended = [report["ended_ns"] for worker in outcome["workers"] for report in worker["reports"]]
+    if ended and all(ended):
+        return min(max(ended), planned)
+    return planned
+
+
 def _summarise(
-    config: PerfTestConfig, queue: str, server_properties: dict[str, Any], outcome: dict[str, Any],
+    config: PerfTestConfig, target: topology.Topology, server_properties: dict[str, Any],
+    outcome: dict[str, Any],
 ) -> dict[str, Any]:
     seconds = config.warmup + config.duration
+    start_ns = outcome["start_ns"]
+    end_ns = _run_end_ns(config, outcome)
+    run_s = max((end_ns - start_ns) / _NS, 1e-3)
+    measured_s = max((end_ns - start_ns) / _NS - config.warmup, 1e-3)
     totals = {name: [0] * seconds for name in ("published", "confirmed", "nacked", "consumed")}
     latency_chunks: list[bytes] = []
     strides: list[int] = []
@@ -253,7 +288,7 @@ def _summarise(
         cpu_seconds += worker["cpu_seconds"]
         per_worker.append({
             "roles": [report["role"] for report in worker["reports"]],
-            "cpu_cores_used": round(worker["cpu_seconds"] / seconds, 2),
+            "cpu_cores_used": round(worker["cpu_seconds"] / run_s, 2),
         })
         for report in worker["reports"]:
             for name, counts in totals.items():
@@ -268,11 +303,12 @@ def _summarise(
     measured = slice(config.warmup, seconds)
 
     def rate(name: str) -> float:
-        return round(sum(totals[name][measured]) / config.duration, 1)
+        return round(sum(totals[name][measured]) / measured_s, 1)
 
     parameters = asdict(config)
     parameters["uri"] = _redacted(config.uri)
-    parameters["queue"] = queue
+    parameters["queue"] = target.queues[0]
+    parameters["queues"] = list(target.queues)
     return {
         "broker": {
             "product": _decode(server_properties.get("product", "")),
@@ -287,16 +323,16 @@ def _summarise(
         "returned": returned,
         "latency_us": summarise_us(merge_samples(latency_chunks)),
         "latency_sampling_stride": max(strides, default=1),
-        "per_second": totals,
+        # Cut at the run's real end: a run ended by -C leaves the rest of -z empty.
+        "per_second": {name: counts[:math.ceil(run_s)] for name, counts in totals.items()},
         # CLOCK_MONOTONIC is shared by all processes of a machine, so others can line up with it.
-        "measured_window_monotonic_ns": [
-            outcome["start_ns"] + config.warmup * _NS, outcome["start_ns"] + seconds * _NS,
-        ],
+        "measured_window_monotonic_ns": [start_ns + config.warmup * _NS, end_ns],
+        "measured_s": round(measured_s, 3),
         "generator": {
             "processes": outcome["processes"],
             "cpu_seconds": round(cpu_seconds, 2),
             # Near the number of cores the generator may use, the generator may be the limit.
-            "cpu_cores_used": round(cpu_seconds / seconds, 2),
+            "cpu_cores_used": round(cpu_seconds / run_s, 2),
             "workers": per_worker,
         },
         "errors": errors,
@@ -304,8 +340,12 @@ def _summarise(
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    config = config_from_args(args)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = config_from_args(args)
+    except ValueError as error:
+        parser.error(str(error))
     try:
         result = run_perftest(config)
     except (OSError, AMQPClosed, RuntimeError) as error:

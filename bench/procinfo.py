@@ -1,4 +1,4 @@
-"""What a broker's processes cost: their PIDs, CPU seconds and resident memory, read from /proc."""
+"""What a broker's processes cost: PIDs, CPU seconds, resident memory, disk writes, from /proc."""
 
 from __future__ import annotations
 
@@ -64,6 +64,24 @@ def lifetime_peak_rss_kib(pids: list[int]) -> int:
     return sum(_status_kib(pid, "VmHWM") for pid in pids)
 
 
+def write_bytes(pids: list[int]) -> int:
+    """Bytes the processes have caused to be written to storage so far (/proc/PID/io write_bytes).
+
+    Counted when a page is dirtied, so a page written, synced and dirtied again counts twice:
+    this is what reaches the disk, not what the program appended.
+    """
+    total = 0
+    for pid in pids:
+        try:
+            for line in (_PROC / str(pid) / "io").read_text().splitlines():
+                if line.startswith("write_bytes:"):
+                    total += int(line.split()[1])
+                    break
+        except OSError:
+            pass
+    return total
+
+
 def machine_busy_seconds() -> float:
     """CPU seconds all cores of the machine have spent busy (not idle, not waiting on I/O)."""
     try:
@@ -76,12 +94,25 @@ def machine_busy_seconds() -> float:
     return (sum(fields[:8]) - idle - iowait) / _CLOCK_TICKS
 
 
+def wait_machine_quiet(max_busy_cores: float, timeout: float, window: float = 2.0) -> float:
+    """Wait until the whole machine keeps at most `max_busy_cores` busy over `window` seconds
+    (other users' test runs finished), or `timeout` passes; returns the last figure."""
+    deadline = time.monotonic() + timeout
+    while True:
+        before = machine_busy_seconds()
+        time.sleep(window)  # the measurement interval itself
+        busy = (machine_busy_seconds() - before) / window
+        if busy <= max_busy_cores or time.monotonic() >= deadline:
+            return busy
+
+
 @dataclass(frozen=True)
 class UsageSample:
     monotonic_ns: int
     cpu_seconds: float
     rss_kib: int
     machine_busy_seconds: float
+    write_bytes: int
 
 
 class UsageSampler:
@@ -98,7 +129,8 @@ class UsageSampler:
         while True:
             pids = process_group_pids(self._pgid)
             self.samples.append(UsageSample(
-                time.monotonic_ns(), cpu_seconds(pids), rss_kib(pids), machine_busy_seconds()))
+                time.monotonic_ns(), cpu_seconds(pids), rss_kib(pids), machine_busy_seconds(),
+                write_bytes(pids)))
             if self._stop.wait(self._interval):
                 return
 
@@ -120,6 +152,14 @@ class UsageSampler:
             return None
         elapsed = (inside[-1].monotonic_ns - inside[0].monotonic_ns) / 1e9
         return (inside[-1].machine_busy_seconds - inside[0].machine_busy_seconds) / elapsed
+
+    def write_bytes_per_second(self, start_ns: int, end_ns: int) -> float | None:
+        """Disk bytes the broker wrote per second between the first and last samples inside."""
+        inside = self.window(start_ns, end_ns)
+        if len(inside) < 2 or inside[-1].monotonic_ns == inside[0].monotonic_ns:
+            return None
+        elapsed = (inside[-1].monotonic_ns - inside[0].monotonic_ns) / 1e9
+        return (inside[-1].write_bytes - inside[0].write_bytes) / elapsed
 
     def peak_rss_kib(self, start_ns: int, end_ns: int) -> int:
         return max((sample.rss_kib for sample in self.window(start_ns, end_ns)), default=0)

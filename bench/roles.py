@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from dataclasses import dataclass, field
 
@@ -19,7 +20,7 @@ class RoleSettings:
     """Everything a role needs, picklable so it crosses into worker processes."""
 
     uri: str
-    queue: str
+    queues: tuple[str, ...]  # consumer i consumes from queues[i % len(queues)]
     exchange: str
     routing_key: str
     size: int
@@ -32,6 +33,8 @@ class RoleSettings:
     multi_ack_every: int  # 0: one basic.ack per message
     batch: int  # most publishes per socket write
     seconds: int  # warm-up plus measured seconds; counters keep one bucket per second
+    random_priority: int | None = None  # each message gets a priority drawn from 0..this
+    max_messages: int = 0  # per producer; 0: publish until the time is up
 
 
 @dataclass
@@ -48,6 +51,7 @@ class RoleReport:
     latencies: bytes = b""
     latency_stride: int = 1
     error: str | None = None
+    ended_ns: int = 0  # when the role stopped working (its message count reached, or time up)
 
     def __post_init__(self) -> None:
         for counts in (self.published, self.confirmed, self.nacked, self.consumed):
@@ -88,10 +92,26 @@ class _ConfirmTracker:
             self.room.set()
 
 
-def _message_bytes(settings: RoleSettings, stamp_ns: int, head: bytes, sizes: list[int],
-                   padding: bytes) -> bytes:
+def _body_bytes(settings: RoleSettings, stamp_ns: int, sizes: list[int], padding: bytes) -> bytes:
     body = (wire.UINT64.pack(stamp_ns) + padding) if settings.size >= 8 else padding
-    return head + wire.body_frames(CHANNEL, body, sizes)
+    return wire.body_frames(CHANNEL, body, sizes)
+
+
+def _publish_heads(settings: RoleSettings, frame_max: int) -> tuple[list[bytes], list[int]]:
+    """Method and header frames, one per priority a message may get, and the body frame sizes."""
+    priorities: list[int | None] = (
+        [None] if settings.random_priority is None else list(range(settings.random_priority + 1))
+    )
+    heads = []
+    sizes: list[int] = []
+    for priority in priorities:
+        head, sizes = wire.publish_template(
+            CHANNEL, settings.exchange, settings.routing_key, settings.size,
+            persistent=settings.persistent, mandatory=settings.mandatory, frame_max=frame_max,
+            priority=priority,
+        )
+        heads.append(head)
+    return heads, sizes
 
 
 class Producer:
@@ -116,17 +136,22 @@ class Producer:
         tracker = _ConfirmTracker(self.report, start_ns)
         if window:
             await connection.confirm_select(tracker.on_confirm)
-        head, sizes = wire.publish_template(
-            CHANNEL, settings.exchange, settings.routing_key, settings.size,
-            persistent=settings.persistent, mandatory=settings.mandatory,
-            frame_max=connection.frame_max,
-        )
+        heads, sizes = _publish_heads(settings, connection.frame_max)
         padding = bytes(max(settings.size - 8, 0)) if settings.size >= 8 else bytes(settings.size)
+        chooser = random.Random()
         published = self.report.published
+        limit = settings.max_messages
         sent = 0
         now = await _wait_until(start_ns)
         while now < end_ns and connection.error is None:
-            count = settings.batch
+            if limit and sent >= limit:
+                if not window or tracker.settled >= sent:
+                    break
+                tracker.room.clear()  # every message is out: wait for the last confirms
+                await _wait_event(tracker.room, end_ns)
+                now = time.monotonic_ns()
+                continue
+            count = settings.batch if not limit else min(settings.batch, limit - sent)
             if window:
                 room = window - (sent - tracker.settled)
                 if room <= 0:
@@ -144,14 +169,19 @@ class Producer:
                     continue
                 count = min(count, due)
             # One stamp for the whole batch: its messages leave in the same write.
-            message = _message_bytes(settings, now, head, sizes, padding)
-            count = min(count, max(1, _MAX_WRITE_BYTES // len(message)))
-            connection.write(message * count)
+            body = _body_bytes(settings, now, sizes, padding)
+            messages = [head + body for head in heads]
+            count = min(count, max(1, _MAX_WRITE_BYTES // len(messages[0])))
+            if len(messages) == 1:
+                connection.write(messages[0] * count)
+            else:
+                connection.write(b"".join(chooser.choices(messages, k=count)))
             sent += count
             published[(now - start_ns) // _NS] += count
             await connection.wait_writable()
             await asyncio.sleep(0)  # let confirms and flow-control callbacks run
             now = time.monotonic_ns()
+        self.report.ended_ns = time.monotonic_ns()
         connection.stop_handlers()
         self.report.returned = connection.returned
         if connection.error is not None:
@@ -163,9 +193,12 @@ class Producer:
 class Consumer:
     """Consumes until the run ends, acknowledging as configured and recording latencies."""
 
-    def __init__(self, settings: RoleSettings, name: str, measure_from_second: int) -> None:
+    def __init__(
+        self, settings: RoleSettings, name: str, measure_from_second: int, index: int = 0,
+    ) -> None:
         self._settings = settings
         self._name = name
+        self._queue = settings.queues[index % len(settings.queues)]
         self._measure_from_second = measure_from_second
         self._connection: Connection | None = None
         self._latencies = LatencyRecorder()
@@ -210,9 +243,10 @@ class Consumer:
                 write(b"".join([ack(1, CHANNEL, 13, 60, 80, tag, 0, 0xCE) for tag in tags]))
 
         await _wait_until(start_ns)
-        await connection.basic_consume(settings.queue, self._name, no_ack=settings.auto_ack,
+        await connection.basic_consume(self._queue, self._name, no_ack=settings.auto_ack,
                                        on_deliveries=on_deliveries)
         await _wait_event(connection.closed_event, end_ns)
+        self.report.ended_ns = time.monotonic_ns()
         connection.stop_handlers()
         if connection.error is not None:
             self.report.error = str(connection.error)
@@ -226,9 +260,12 @@ class Consumer:
 
 async def _wait_until(deadline_ns: int) -> int:
     now = time.monotonic_ns()
-    if now < deadline_ns:
+    # The loop may wake a timer up to its clock resolution early: a publish counted before the
+    # start would land in the last second's bucket (index -1).
+    while now < deadline_ns:
         await asyncio.sleep((deadline_ns - now) / _NS)
-    return time.monotonic_ns()
+        now = time.monotonic_ns()
+    return now
 
 
 async def _wait_event(event: asyncio.Event, deadline_ns: int) -> None:

@@ -26,7 +26,10 @@ CONNECTION_UNBLOCKED = 0x000A003D
 CHANNEL_OPEN_OK = 0x0014000B
 CHANNEL_CLOSE = 0x00140028
 CHANNEL_CLOSE_OK = 0x00140029
+EXCHANGE_DECLARE_OK = 0x0028000B
+EXCHANGE_DELETE_OK = 0x00280015
 QUEUE_DECLARE_OK = 0x0032000B
+QUEUE_BIND_OK = 0x00320015
 QUEUE_PURGE_OK = 0x0032001F
 QUEUE_DELETE_OK = 0x00320029
 BASIC_QOS_OK = 0x003C000B
@@ -34,6 +37,8 @@ BASIC_CONSUME_OK = 0x003C0015
 BASIC_CANCEL = 0x003C001E
 BASIC_RETURN = 0x003C0032
 BASIC_DELIVER = 0x003C003C
+BASIC_GET_OK = 0x003C0047
+BASIC_GET_EMPTY = 0x003C0048
 BASIC_ACK = 0x003C0050
 BASIC_NACK = 0x003C0078
 CONFIRM_SELECT_OK = 0x0055000B
@@ -46,6 +51,7 @@ _UINT32 = struct.Struct(">I")
 # A whole basic.ack frame: header, class/method, delivery tag, multiple bit, frame end.
 BASIC_ACK_FRAME = struct.Struct(">BHIHHQBB")
 _DELIVERY_MODE_FLAG = 0x1000
+_PRIORITY_FLAG = 0x0800
 
 
 def shortstr(value: str | bytes) -> bytes:
@@ -123,12 +129,27 @@ def channel_close_ok(channel: int) -> bytes:
     return method_frame(channel, CHANNEL_CLOSE_OK)
 
 
+def exchange_declare(channel: int, exchange: str, kind: str, *, durable: bool) -> bytes:
+    flags = bits(False, durable, False, False, False)  # passive, durable, auto-delete, internal
+    arguments = b"\0\0" + shortstr(exchange) + shortstr(kind) + flags + table({})
+    return method_frame(channel, 0x0028000A, arguments)
+
+
+def exchange_delete(channel: int, exchange: str) -> bytes:
+    return method_frame(channel, 0x00280014, b"\0\0" + shortstr(exchange) + bits(False, False))
+
+
 def queue_declare(
     channel: int, queue: str, *, durable: bool, exclusive: bool, auto_delete: bool,
-    arguments: Mapping[str, Any],
+    arguments: Mapping[str, Any], passive: bool = False,
 ) -> bytes:
-    flags = bits(False, durable, exclusive, auto_delete, False)
+    flags = bits(passive, durable, exclusive, auto_delete, False)
     return method_frame(channel, 0x0032000A, b"\0\0" + shortstr(queue) + flags + table(arguments))
+
+
+def queue_bind(channel: int, queue: str, exchange: str, routing_key: str) -> bytes:
+    address = b"\0\0" + shortstr(queue) + shortstr(exchange) + shortstr(routing_key)
+    return method_frame(channel, 0x00320014, address + bits(False) + table({}))
 
 
 def queue_purge(channel: int, queue: str) -> bytes:
@@ -149,6 +170,10 @@ def basic_consume(channel: int, queue: str, consumer_tag: str, *, no_ack: bool) 
     return method_frame(channel, 0x003C0014, arguments)
 
 
+def basic_get(channel: int, queue: str, *, no_ack: bool) -> bytes:
+    return method_frame(channel, 0x003C0046, b"\0\0" + shortstr(queue) + bits(no_ack))
+
+
 def confirm_select(channel: int) -> bytes:
     return method_frame(channel, 0x0055000A, bits(False))
 
@@ -161,7 +186,7 @@ def basic_ack(channel: int, delivery_tag: int, multiple: bool) -> bytes:
 
 def publish_template(
     channel: int, exchange: str, routing_key: str, body_size: int, *, persistent: bool,
-    mandatory: bool, frame_max: int,
+    mandatory: bool, frame_max: int, priority: int | None = None,
 ) -> tuple[bytes, list[int]]:
     """Frames of one publish except the body bytes: (method + header frames, body frame sizes).
 
@@ -169,13 +194,26 @@ def publish_template(
     """
     address = b"\0\0" + shortstr(exchange) + shortstr(routing_key)
     method = method_frame(channel, 0x003C0028, address + bits(mandatory, False))
-    properties = struct.pack(">HB", _DELIVERY_MODE_FLAG, 2) if persistent else b"\0\0"
+    properties = _properties(persistent, priority)
     header_payload = struct.pack(">HHQ", 60, 0, body_size) + properties
     header_prefix = FRAME_PREFIX.pack(FRAME_HEADER, channel, len(header_payload))
     header = header_prefix + header_payload + FRAME_END_BYTE
     chunk = frame_max - FRAME_HEADER_SIZE - 1
     sizes = [min(chunk, body_size - offset) for offset in range(0, body_size, chunk)]
     return method + header, sizes
+
+
+def _properties(persistent: bool, priority: int | None) -> bytes:
+    # Property values follow the flags in flag order: delivery-mode before priority.
+    flags = 0
+    values = b""
+    if persistent:
+        flags |= _DELIVERY_MODE_FLAG
+        values += b"\x02"
+    if priority is not None:
+        flags |= _PRIORITY_FLAG
+        values += bytes((priority,))
+    return _UINT16.pack(flags) + values
 
 
 def body_frames(channel: int, body: bytes, sizes: list[int]) -> bytes:

@@ -50,7 +50,7 @@ async def _run_worker(
         if kind == "producer":
             roles.append(Producer(plan.settings, name))
         else:
-            roles.append(Consumer(plan.settings, name, plan.measure_from_second))
+            roles.append(Consumer(plan.settings, name, plan.measure_from_second, index))
     try:
         for role in roles:
             await role.prepare()

@@ -6,7 +6,7 @@ import asyncio
 import time
 
 from bench.latency import LatencyRecorder, merge_samples, percentile, summarise_us
-from bench.report import render_markdown
+from bench.report import keep_foreign_sections, render_markdown
 from bench.roles import RoleReport, _ConfirmTracker
 
 
@@ -85,3 +85,13 @@ def test_the_table_shows_the_ratio_or_pending() -> None:
                        if line.startswith("| a-1p1c-autoack | Leveret"))
     assert leveret_row.endswith("| 0.75× |")
     assert "| 30,000 |" in leveret_row and "| 1.50 | 2.50 | 12 |" in leveret_row
+
+
+def test_rewriting_the_results_keeps_other_scripts_sections() -> None:
+    previous = ("# old table\n\n<!-- cluster_bench.py: start -->\n## Cluster\n| a |\n"
+                "<!-- cluster_bench.py: end -->\n")
+    kept = keep_foreign_sections("# new table\n", previous)
+    assert kept.startswith("# new table\n")
+    assert "## Cluster\n| a |\n<!-- cluster_bench.py: end -->" in kept
+    assert "old table" not in kept
+    assert keep_foreign_sections("# new table\n", "# old table\n") == "# new table\n"

@@ -1,4 +1,7 @@
-"""Start a real RabbitMQ node as a subprocess on its own ports, directories and epmd, for tests and benchmarks."""
+"""Start a real RabbitMQ node as a subprocess with its own ports, directories and epmd.
+
+The `rabbitmq` session fixture is here too; LEVERET_RABBITMQ_SERVER names another start script.
+"""
 
 from __future__ import annotations
 
@@ -67,6 +70,15 @@ def _reserve_ports(count: int) -> list[int]:
             sock.close()
 
 
+def _die_with_parent() -> list[str]:
+    """A command prefix that sends the process SIGTERM when the thread that started it dies.
+
+    A test run killed outright would otherwise leave its node running in its own session.
+    """
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM"] if setpriv is not None else []
+
+
 def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -118,6 +130,9 @@ class RabbitNode:
     process: subprocess.Popen[bytes]
     epmd_process: subprocess.Popen[bytes] | None
     keep_files: bool = False
+    # How the server was started, so that start_server can start it again the same way.
+    launch_argv: list[str] = field(default_factory=list, repr=False)
+    launch_env: dict[str, str] = field(default_factory=dict, repr=False)
     _stopped: bool = field(default=False, repr=False)
 
     @property
@@ -156,6 +171,28 @@ class RabbitNode:
             if not self.keep_files:
                 shutil.rmtree(self.base_dir, ignore_errors=True)
 
+    def stop_server(self, timeout: float = 30.0) -> None:
+        """Shut the server down with SIGTERM, keeping its files, ports and epmd for start_server."""
+        _terminate(self.process, timeout)
+        _wait_process_group_gone(self.process.pid, timeout)
+
+    def start_server(self, timeout: float = 90.0) -> None:
+        """Start the server again, after stop_server, on the same ports, data and configuration.
+
+        Returns once it accepts AMQP connections; raises RabbitMQStartError otherwise.
+        """
+        if self._stopped or not self.launch_argv:
+            raise RabbitMQStartError("start_server needs a node that stop() has not ended")
+        if self.process.poll() is None:
+            raise RabbitMQStartError("the server is still running; call stop_server first")
+        with open(self.base_dir / "log" / "stdout.log", "ab") as output:
+            self.process = subprocess.Popen(
+                self.launch_argv, env=self.launch_env, cwd=self.base_dir,
+                start_new_session=True, stdin=subprocess.DEVNULL, stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+        _wait_node_ready(self, timeout)
+
     def __enter__(self) -> Self:
         return self
 
@@ -169,10 +206,8 @@ class RabbitNode:
 
 
 def _describe_logs(base_dir: Path, lines: int = _LOG_TAIL_LINES) -> str:
-    return (
-        f"--- {base_dir / 'log' / 'rabbit.log'} (tail) ---\n{_tail(base_dir / 'log' / 'rabbit.log', lines)}\n"
-        f"--- {base_dir / 'log' / 'stdout.log'} (tail) ---\n{_tail(base_dir / 'log' / 'stdout.log', lines)}"
-    )
+    logs = [base_dir / "log" / "rabbit.log", base_dir / "log" / "stdout.log"]
+    return "\n".join(f"--- {log} (tail) ---\n{_tail(log, lines)}" for log in logs)
 
 
 def _write_node_files(
@@ -282,14 +317,14 @@ def _start_once(
     node_name = f"leveret-rmq-{os.getpid()}-{uuid.uuid4().hex[:8]}@localhost"
     _write_node_files(base, amqp_port, mgmt_port if management else None, management, extra_config)
     env = _node_env(base, node_name, amqp_port, dist_port, epmd_port, scheduler_one, extra_env)
-    pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
+    prefix = _die_with_parent() + (["taskset", "-c", str(cpu)] if cpu is not None else [])
 
     epmd_process = None
     epmd = _find_epmd()
     if epmd is not None:
         # Our own epmd on our own port: the node never registers with (or starts) a shared one.
         epmd_process = subprocess.Popen(
-            [*pin, epmd, "-port", str(epmd_port)], env=env, start_new_session=True,
+            [*prefix, epmd, "-port", str(epmd_port)], env=env, start_new_session=True,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         if not _wait_epmd_listening(epmd_process, epmd_port, timeout=10.0):
@@ -299,13 +334,14 @@ def _start_once(
 
     with open(base / "log" / "stdout.log", "wb") as output:
         process = subprocess.Popen(
-            [*pin, server], env=env, cwd=base, start_new_session=True,
+            [*prefix, server], env=env, cwd=base, start_new_session=True,
             stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
         )
     node = RabbitNode(
         amqp_port=amqp_port, mgmt_port=mgmt_port if management else None, dist_port=dist_port,
         epmd_port=epmd_port, node_name=node_name, base_dir=base, process=process,
-        epmd_process=epmd_process, keep_files=keep_files,
+        epmd_process=epmd_process, keep_files=keep_files, launch_argv=[*prefix, server],
+        launch_env=env,
     )
     try:
         _wait_node_ready(node, timeout)
@@ -346,7 +382,8 @@ def start_rabbitmq(
     """Start a RabbitMQ node on fresh loopback ports and return it once it accepts AMQP.
 
     `extra_config` lines are appended to the node's rabbitmq.conf; `cpu` pins the node (and
-    its epmd) to that core with taskset; `scheduler_one` adds `+S 1:1` to the VM's arguments. Raises RabbitMQStartError, carrying the log tail, on failure.
+    its epmd) to that core with taskset; `scheduler_one` adds `+S 1:1` to the VM's arguments.
+    Raises RabbitMQStartError, carrying the log tail, on failure.
     """
     server = find_rabbitmq()
     if server is None:
