@@ -7,6 +7,7 @@ from urllib.parse import unquote
 
 from . import (
     api_bindings,
+    api_cluster,
     api_connections,
     api_definitions,
     api_exchanges,
@@ -20,6 +21,7 @@ from . import (
 from .context import Route
 
 API_ROUTES: tuple[Route, ...] = (
+    *api_cluster.ROUTES,  # first: its /api/nodes (every cluster member) wins over the overview's
     *api_overview.ROUTES,
     *api_queues.ROUTES,
     *api_exchanges.ROUTES,

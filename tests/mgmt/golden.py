@@ -41,7 +41,7 @@ OMITTED = (
     "overview*:message_stats.return_unroutable*",
 )
 # Fields Leveret adds beyond RabbitMQ 3.10's.
-ADDED = ("node*:being_drained",)
+ADDED = ("node*:being_drained", "node*:cluster")  # cluster: Raft and gossip state of each node
 # Objects whose keys are data (node names), not field names: only their values are compared.
 MAPS = ("*cluster_state", "*client_properties*", "*arguments", "*definition", "*limits", "*value")
 

@@ -1,0 +1,14 @@
+"""SWIM-style failure detection and dissemination of node state, as a pure core and a driver."""
+
+from cluster.gossip.report import NodeReport, QueueCounters
+from cluster.gossip.swim import MemberState, MemberStatus, MemberView, Swim, SwimConfig
+
+__all__ = [
+    "MemberState",
+    "MemberStatus",
+    "MemberView",
+    "NodeReport",
+    "QueueCounters",
+    "Swim",
+    "SwimConfig",
+]

@@ -1,0 +1,139 @@
+"""Runs the SWIM core over the cluster's gRPC channels: one probe per protocol period."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable
+
+import grpc
+
+from cluster.address_book import AddressBook
+from cluster.gossip.report import NodeReport
+from cluster.gossip.swim import MemberView, Swim
+from cluster.gossip.wire import decode_states, encode_states
+from cluster.secret import Caller
+from cluster.transport import PeerChannels
+from proto import gossip_pb2
+
+log = logging.getLogger(__name__)
+
+ReportSource = Callable[[], NodeReport]
+
+
+class GossipDriver:
+    """Probes members, answers their probes, and keeps this node's report current."""
+
+    def __init__(
+        self,
+        swim: Swim,
+        channels: PeerChannels,
+        book: AddressBook,
+        report_source: ReportSource | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._swim = swim
+        self._channels = channels
+        self._book = book
+        self._report_source = report_source
+        self._clock = clock
+        self._seq = 0
+        self._task: asyncio.Task[None] | None = None
+        self._probes: set[asyncio.Task[None]] = set()
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="gossip")
+
+    async def stop(self) -> None:
+        tasks = [task for task in (self._task, *self._probes) if task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._task = None
+        self._probes.clear()
+
+    def set_members(self, names: Iterable[str]) -> None:
+        """The members to watch (the replicated members table)."""
+        self._swim.set_members(names, self._clock())
+
+    def view(self) -> dict[str, MemberView]:
+        """This node's belief about every member."""
+        return self._swim.view()
+
+    # -- answering peers -----------------------------------------------------------------
+
+    def on_ping(self, caller: Caller, ping: gossip_pb2.Ping) -> gossip_pb2.Ack:
+        """A peer probes us: take its news, answer with ours."""
+        if not self._swim.is_member(caller.node):
+            return gossip_pb2.Ack()  # a node outside the cluster learns nothing from us
+        self._swim.receive(decode_states(ping.updates), self._clock())
+        return gossip_pb2.Ack(reached=True, updates=encode_states(self._swim.outgoing(caller.node)))
+
+    async def on_ping_req(self, caller: Caller, request: gossip_pb2.PingReq) -> gossip_pb2.Ack:
+        """A peer asks us to probe `request.target` for it."""
+        if not self._swim.is_member(caller.node):
+            return gossip_pb2.Ack()
+        self._swim.receive(decode_states(request.updates), self._clock())
+        reached = await self._ping(request.target)
+        return gossip_pb2.Ack(
+            reached=reached, updates=encode_states(self._swim.outgoing(caller.node))
+        )
+
+    # -- probing -------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        period = self._swim.config.protocol_period
+        while True:
+            if self._report_source is not None:
+                try:
+                    self._swim.set_report(self._report_source(), self._clock())
+                except Exception:  # a broken report must not stop failure detection
+                    log.exception("cannot build this node's gossip report")
+            self._swim.expire(self._clock())
+            target = self._swim.next_target()
+            if target is not None:
+                probe = asyncio.get_running_loop().create_task(self._probe(target))
+                self._probes.add(probe)
+                probe.add_done_callback(self._probes.discard)
+            await asyncio.sleep(period)
+
+    async def _probe(self, target: str) -> None:
+        if await self._ping(target):
+            return
+        helpers = self._swim.helpers(target)
+        answers = await asyncio.gather(*(self._ping_via(helper, target) for helper in helpers))
+        if not any(answers):
+            self._swim.probe_failed(target, self._clock())
+
+    async def _ping(self, target: str) -> bool:
+        address = self._book.get(target)
+        if address is None:
+            return False
+        self._seq += 1
+        request = gossip_pb2.Ping(seq=self._seq, updates=encode_states(self._swim.outgoing(target)))
+        try:
+            ack = await self._channels.call(
+                address, "Ping", request, timeout=self._swim.config.ping_timeout
+            )
+        except grpc.aio.AioRpcError:
+            return False
+        self._swim.receive(decode_states(ack.updates), self._clock())
+        return bool(ack.reached)
+
+    async def _ping_via(self, helper: str, target: str) -> bool:
+        address = self._book.get(helper)
+        if address is None:
+            return False
+        self._seq += 1
+        request = gossip_pb2.PingReq(
+            target=target, seq=self._seq, updates=encode_states(self._swim.outgoing(helper))
+        )
+        try:
+            ack = await self._channels.call(
+                address, "PingReq", request, timeout=2 * self._swim.config.ping_timeout + 0.2
+            )
+        except grpc.aio.AioRpcError:
+            return False
+        self._swim.receive(decode_states(ack.updates), self._clock())
+        return bool(ack.reached)

@@ -1,0 +1,44 @@
+"""This node's gossip report, read from the running broker: alarms, memory, disk, queue counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cluster.gossip.report import NodeReport, QueueCounters
+from leveret.server.memory_monitor import resident_bytes
+from leveret.store.disk_monitor import free_bytes_of
+
+# Reports carry at most this many queues (the busiest), so a probe stays small.
+MAX_QUEUES_REPORTED = 500
+# Memory and disk figures are rounded so that noise does not make every report news.
+_ROUNDING = 1 << 20
+
+
+def broker_report(broker: Any, data_dir: Path) -> NodeReport:
+    """The report of a node whose broker is `broker` (see leveret.broker.Broker)."""
+    queues = [
+        QueueCounters(
+            vhost=vhost.name,
+            name=queue.name,
+            messages=queue.message_count,
+            messages_unacknowledged=queue.unacked,
+            consumers=queue.consumer_count,
+        )
+        for vhost in list(broker.vhosts.values())
+        for queue in list(vhost.queues.values())
+    ]
+    if len(queues) > MAX_QUEUES_REPORTED:
+        queues.sort(key=lambda q: (-q.messages, q.vhost, q.name))
+        queues = queues[:MAX_QUEUES_REPORTED]
+    queues.sort(key=lambda q: (q.vhost, q.name))
+    try:
+        disk_free = free_bytes_of(str(data_dir)) // _ROUNDING * _ROUNDING
+    except OSError:
+        disk_free = 0
+    return NodeReport(
+        alarms=tuple(sorted(broker.alarms)),
+        memory_used=resident_bytes() // _ROUNDING * _ROUNDING,
+        disk_free=disk_free,
+        queues=tuple(queues),
+    )

@@ -1,0 +1,67 @@
+"""Gossip statements on the wire: MemberState records to and from their protobuf form."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from cluster.gossip.report import NodeReport, QueueCounters
+from cluster.gossip.swim import MemberState, MemberStatus
+from proto import gossip_pb2
+
+_TO_WIRE = {
+    MemberStatus.ALIVE: gossip_pb2.ALIVE,
+    MemberStatus.SUSPECT: gossip_pb2.SUSPECT,
+    MemberStatus.DEAD: gossip_pb2.DEAD,
+}
+_FROM_WIRE = {wire: status for status, wire in _TO_WIRE.items()}
+
+
+def encode_states(states: Iterable[MemberState]) -> list[gossip_pb2.MemberState]:
+    """The protobuf form of `states`."""
+    return [_encode(state) for state in states]
+
+
+def decode_states(items: Iterable[gossip_pb2.MemberState]) -> list[MemberState]:
+    """The statements in `items`; unknown statuses are skipped (a newer peer's extension)."""
+    return [_decode(item) for item in items if item.status in _FROM_WIRE and item.name]
+
+
+def _encode(state: MemberState) -> gossip_pb2.MemberState:
+    item = gossip_pb2.MemberState(
+        name=state.name, status=_TO_WIRE[state.status], incarnation=state.incarnation
+    )
+    if state.report is not None:
+        report = state.report
+        item.has_report = True
+        item.report.version = report.version
+        item.report.alarms.extend(report.alarms)
+        item.report.memory_used = report.memory_used
+        item.report.disk_free = report.disk_free
+        item.report.queues.extend(
+            gossip_pb2.QueueCounters(
+                vhost=queue.vhost,
+                name=queue.name,
+                messages=queue.messages,
+                messages_unacknowledged=queue.messages_unacknowledged,
+                consumers=queue.consumers,
+            )
+            for queue in report.queues
+        )
+    return item
+
+
+def _decode(item: gossip_pb2.MemberState) -> MemberState:
+    report = None
+    if item.has_report:
+        wire = item.report
+        report = NodeReport(
+            version=wire.version,
+            alarms=tuple(wire.alarms),
+            memory_used=wire.memory_used,
+            disk_free=wire.disk_free,
+            queues=tuple(
+                QueueCounters(q.vhost, q.name, q.messages, q.messages_unacknowledged, q.consumers)
+                for q in wire.queues
+            ),
+        )
+    return MemberState(item.name, _FROM_WIRE[item.status], item.incarnation, report)

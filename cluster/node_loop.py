@@ -1,0 +1,327 @@
+"""The asyncio loop around a RaftNode: tick, step, persist (group commit), send, then apply.
+
+Every call into the Raft core returns a Ready; the loop gathers them and handles them in order:
+all their entries and hard states are written and fsynced once, in a worker thread (so the event
+loop keeps serving clients), then their messages are sent, then committed entries are applied.
+Proposals and reads are futures resolved when their entry is applied or their read confirmed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from cluster.errors import OutcomeUnknown, ProposalLost
+from cluster.raft import (
+    ConfOp,
+    Entry,
+    FileStorage,
+    Message,
+    NotLeader,
+    RaftError,
+    RaftNode,
+    RaftStatus,
+    Ready,
+    Role,
+    Snapshot,
+)
+
+log = logging.getLogger(__name__)
+
+# Inbound messages stepped per loop turn before the batch is persisted and sent.
+_MAX_STEPS_PER_TURN = 1024
+
+
+class StateMachine(Protocol):
+    """What the loop applies committed entries to."""
+
+    def apply(self, entry: Entry) -> Any: ...
+
+    def restore(self, snapshot: Snapshot) -> None: ...
+
+    def snapshot(self) -> bytes: ...
+
+
+class ReadAborted(Exception):
+    """Leadership was lost before a read could be confirmed; ask again."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSettings:
+    """How often the Raft clock ticks, and how many applied entries trigger a snapshot."""
+
+    tick_seconds: float = 0.1
+    snapshot_every: int = 10_000
+
+
+class RaftLoop:
+    """Drives one RaftNode on the running event loop."""
+
+    def __init__(
+        self,
+        raft: RaftNode,
+        storage: FileStorage,
+        machine: StateMachine,
+        send: Callable[[Sequence[Message]], None],
+        settings: LoopSettings | None = None,
+        applied_index: int = 0,
+    ) -> None:
+        self.raft = raft
+        self._storage = storage
+        self._machine = machine
+        self._send = send
+        self._settings = settings or LoopSettings()
+        self.applied_index = applied_index
+        self._inbox: deque[Message] = deque()
+        self._unproposed: list[tuple[bytes, asyncio.Future[Any]]] = []
+        self._readies: list[Ready] = []
+        self._wakeup = asyncio.Event()
+        self._changed: asyncio.Future[None] | None = None
+        self._proposals: dict[int, tuple[int, asyncio.Future[Any]]] = {}
+        self._reads: dict[bytes, asyncio.Future[int]] = {}
+        self._read_ids = itertools.count(1)
+        self._applied_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._waiter_ids = itertools.count()
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._last_view: tuple[Role, str | None, int, tuple[str, ...]] | None = None
+        self.failure: BaseException | None = None
+        # Called after each change of role, leader, term or voters.
+        self.change_listeners: list[Callable[[], None]] = []
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Hand over what the node recovered (committed entries to apply) and start ticking."""
+        self._take(self.raft.ready())
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="raft-loop")
+
+    async def stop(self) -> None:
+        """Finish the batch in hand, then stop; pending proposals fail as unknown."""
+        self._stopping = True
+        self._wakeup.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+        for _, future in [*self._proposals.values(), *self._unproposed]:
+            _fail(future, OutcomeUnknown("the node stopped before the command was applied"))
+        for future in self._reads.values():
+            _fail(future, ReadAborted("the node stopped"))
+        self._proposals.clear()
+        self._unproposed.clear()
+        self._reads.clear()
+        await asyncio.to_thread(self._storage.close)
+
+    # -- what the node does --------------------------------------------------------------
+
+    def deliver(self, messages: Sequence[Message]) -> None:
+        """Messages from peers, stepped on the next turn."""
+        self._inbox.extend(messages)
+        self._wakeup.set()
+
+    def propose(self, data: bytes) -> asyncio.Future[Any]:
+        """Propose a command; the future gets the state machine's reply once the entry is
+        applied. Raises NotLeader at once on a follower; later refusals (NotLeader,
+        ProposalRejected) and ProposalLost come through the future.
+
+        Proposals made during one turn of the loop go into the log together (one append round
+        to the followers, one fsync).
+        """
+        if self.raft.role is not Role.LEADER:
+            raise NotLeader(self.raft.leader_id)
+        future: asyncio.Future[Any] = _new_future()
+        self._unproposed.append((data, future))
+        self._wakeup.set()
+        return future
+
+    def propose_conf_change(self, op: ConfOp, node: str) -> asyncio.Future[Any]:
+        """Propose a membership change; resolved once its entry is applied."""
+        return self._track_last_entry(self.raft.propose_conf_change(op, node))
+
+    def read_index(self) -> asyncio.Future[int]:
+        """Ask the leader's core for a confirmed read index (raises NotLeader at once)."""
+        context = next(self._read_ids).to_bytes(8, "big")
+        future: asyncio.Future[int] = _new_future()
+        self._reads[context] = future
+        try:
+            self._take(self.raft.read_index(context))
+        except Exception:
+            del self._reads[context]
+            raise
+        return future
+
+    def campaign(self) -> None:
+        """Start an election now."""
+        self._take(self.raft.campaign())
+
+    def transfer_leadership(self, target: str) -> None:
+        """Ask the core to hand leadership to `target`."""
+        self._take(self.raft.transfer_leadership(target))
+
+    async def wait_applied(self, index: int) -> None:
+        """Return once entries up to `index` are applied here."""
+        if self.applied_index >= index:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._applied_waiters, (index, next(self._waiter_ids), future))
+        await future
+
+    async def wait_changed(self) -> None:
+        """Return after the next change of role, leader, term or voters."""
+        if self._changed is None:
+            self._changed = asyncio.get_running_loop().create_future()
+        await asyncio.shield(self._changed)
+
+    def status(self) -> RaftStatus:
+        return self.raft.status()
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def _take(self, ready: Ready) -> None:
+        if not ready.is_empty:
+            self._readies.append(ready)
+            self._wakeup.set()
+
+    def _track_last_entry(self, ready: Ready) -> asyncio.Future[Any]:
+        entry = ready.entries[-1]
+        future = _new_future()
+        self._proposals[entry.index] = (entry.term, future)
+        self._take(ready)
+        return future
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        tick = self._settings.tick_seconds
+        next_tick = loop.time() + tick
+        try:
+            while not self._stopping:
+                now = loop.time()
+                if now >= next_tick:
+                    self._take(self.raft.tick())
+                    next_tick = max(next_tick + tick, now + tick / 2)
+                steps = min(len(self._inbox), _MAX_STEPS_PER_TURN)
+                for _ in range(steps):
+                    self._take(self.raft.step(self._inbox.popleft()))
+                self._propose_batch()
+                self._notice_changes()
+                if self._readies:
+                    readies, self._readies = self._readies, []
+                    await self._handle(readies)
+                    self._notice_changes()
+                    continue
+                if self._inbox or self._unproposed:
+                    continue
+                self._wakeup.clear()
+                try:
+                    async with asyncio.timeout(max(next_tick - loop.time(), 0)):
+                        await self._wakeup.wait()
+                except TimeoutError:
+                    pass
+        except Exception as error:
+            self.failure = error
+            log.critical("the Raft loop failed; this node leaves the cluster", exc_info=True)
+            raise
+
+    def _propose_batch(self) -> None:
+        if not self._unproposed:
+            return
+        batch, self._unproposed = self._unproposed, []
+        try:
+            ready = self.raft.propose_many([data for data, _ in batch])
+        except RaftError as refusal:
+            for _, future in batch:
+                _fail(future, refusal)
+            return
+        for (_, future), entry in zip(batch, ready.entries[-len(batch) :], strict=True):
+            self._proposals[entry.index] = (entry.term, future)
+        self._take(ready)
+
+    async def _handle(self, readies: list[Ready]) -> None:
+        if any(ready.must_persist for ready in readies):
+            await asyncio.to_thread(self._persist, readies)
+        for ready in readies:
+            if ready.messages:
+                self._send(ready.messages)
+        for ready in readies:
+            self._apply(ready)
+        self._release_applied_waiters()
+        self._maybe_snapshot()
+
+    def _persist(self, readies: list[Ready]) -> None:
+        for ready in readies:
+            if ready.must_persist:
+                self._storage.write(ready)
+        self._storage.sync()
+
+    def _apply(self, ready: Ready) -> None:
+        snapshot = ready.snapshot
+        if snapshot is not None and snapshot.index > self.applied_index:
+            self._machine.restore(snapshot)
+            self.applied_index = snapshot.index
+            for index in [index for index in self._proposals if index <= snapshot.index]:
+                _, future = self._proposals.pop(index)
+                _fail(future, OutcomeUnknown("replaced by a snapshot before its reply was known"))
+        for entry in ready.committed:
+            if entry.index <= self.applied_index:
+                continue
+            reply = self._machine.apply(entry)
+            self.applied_index = entry.index
+            pending = self._proposals.pop(entry.index, None)
+            if pending is not None:
+                term, future = pending
+                if term == entry.term:
+                    if not future.done():
+                        future.set_result(reply)
+                else:
+                    _fail(future, ProposalLost("another leader's entry took its place"))
+        for read in ready.read_states:
+            waiting = self._reads.pop(read.context, None)
+            if waiting is None or waiting.done():
+                continue
+            if read.index is None:
+                waiting.set_exception(ReadAborted("leadership changed during the read"))
+            else:
+                waiting.set_result(read.index)
+
+    def _release_applied_waiters(self) -> None:
+        waiters = self._applied_waiters
+        while waiters and waiters[0][0] <= self.applied_index:
+            _, _, future = heapq.heappop(waiters)
+            if not future.done():
+                future.set_result(None)
+
+    def _maybe_snapshot(self) -> None:
+        held = self.applied_index - self.raft.first_index + 1
+        if held >= self._settings.snapshot_every:
+            self._take(self.raft.compact(self.applied_index, self._machine.snapshot()))
+
+    def _notice_changes(self) -> None:
+        raft = self.raft
+        view = (raft.role, raft.leader_id, raft.term, raft.voters)
+        if view != self._last_view:
+            previous_leader = self._last_view[1] if self._last_view is not None else None
+            if view[1] != previous_leader:
+                log.info("Raft: leader is now %s (term %d)", view[1] or "unknown", view[2])
+            self._last_view = view
+            changed, self._changed = self._changed, None
+            if changed is not None and not changed.done():
+                changed.set_result(None)
+            for listener in self.change_listeners:
+                listener()
+
+
+def _new_future() -> asyncio.Future[Any]:
+    future = asyncio.get_running_loop().create_future()
+    # Whoever asked may have given up waiting (a timeout): a late failure is not an error.
+    future.add_done_callback(lambda done: done.cancelled() or done.exception())
+    return future
+
+
+def _fail(future: asyncio.Future[Any], error: BaseException) -> None:
+    if not future.done():
+        future.set_exception(error)

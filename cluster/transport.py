@@ -1,0 +1,348 @@
+"""gRPC between nodes: the authenticated server, one channel per peer, batched Raft streams."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# gRPC's core logs connection events on stderr; the node's log says what matters.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+import grpc
+
+from cluster.address_book import AddressBook
+from cluster.raft import Message
+from cluster.raft_wire import encode_batch
+from cluster.secret import Caller, CallSigner, CallVerifier
+from proto import cluster_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+SERVICE_PATH = "/leveret.cluster.Cluster/"
+# Raised from gRPC's 4 MiB so that a whole metadata snapshot fits in one InstallSnapshot.
+MAX_MESSAGE_BYTES = 512 << 20
+# Raft messages queued for one peer while its stream is slow; beyond this the oldest are
+# dropped (Raft sends again what matters).
+MAX_QUEUED_MESSAGES = 4096
+MAX_BATCH_MESSAGES = 512
+_MIN_BACKOFF_SECONDS = 0.05
+_MAX_BACKOFF_SECONDS = 2.0
+# At most one log line per peer and complaint in this many seconds.
+_LOG_EVERY_SECONDS = 10.0
+
+_COMMON_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    # Pings find a peer that stopped answering (SIGSTOP, a cut cable) within seconds.
+    ("grpc.keepalive_time_ms", 2000),
+    ("grpc.keepalive_timeout_ms", 3000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+]
+_SERVER_OPTIONS: list[tuple[str, Any]] = [
+    *_COMMON_OPTIONS,
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", 1000),
+    ("grpc.http2.max_ping_strikes", 0),
+    # gRPC shares ports between processes by default; a node must own its port.
+    ("grpc.so_reuseport", 0),
+]
+_CHANNEL_OPTIONS: list[tuple[str, Any]] = [
+    *_COMMON_OPTIONS,
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 2000),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TlsFiles:
+    """PEM files for TLS between nodes; with `ca`, each side also checks the other's cert."""
+
+    cert: Path
+    key: Path
+    ca: Path | None = None
+
+    def server_credentials(self) -> grpc.ServerCredentials:
+        ca = self.ca.read_bytes() if self.ca else None
+        return grpc.ssl_server_credentials(
+            [(self.key.read_bytes(), self.cert.read_bytes())],
+            root_certificates=ca,
+            require_client_auth=ca is not None,
+        )
+
+    def channel_credentials(self) -> grpc.ChannelCredentials:
+        return grpc.ssl_channel_credentials(
+            root_certificates=self.ca.read_bytes() if self.ca else None,
+            private_key=self.key.read_bytes(),
+            certificate_chain=self.cert.read_bytes(),
+        )
+
+
+class _Throttle:
+    """Lets one log line per key through every few seconds."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, float] = {}
+
+    def allows(self, key: str) -> bool:
+        now = time.monotonic()
+        if now - self._last.get(key, -_LOG_EVERY_SECONDS) < _LOG_EVERY_SECONDS:
+            return False
+        self._last[key] = now
+        return True
+
+
+class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Refuses every call whose credentials do not prove knowledge of the cluster secret."""
+
+    def __init__(self, verifier: CallVerifier, on_caller: Callable[[Caller], None]) -> None:
+        self._verifier = verifier
+        self._on_caller = on_caller
+        self._throttle = _Throttle()
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[Any], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        handler = await continuation(details)
+        if handler is None:
+            return None
+        verdict = self._verifier.verify(details.method, details.invocation_metadata or ())
+        if isinstance(verdict, Caller):
+            self._on_caller(verdict)
+            return handler
+        return self._refusing(handler, details.method, verdict)
+
+    def _refusing(
+        self, handler: grpc.RpcMethodHandler, method: str, reason: str
+    ) -> grpc.RpcMethodHandler:
+        async def refuse(_request: Any, context: grpc.aio.ServicerContext) -> Any:
+            peer = context.peer()
+            if self._throttle.allows(f"{peer}:{reason}"):
+                log.warning(
+                    "rejected an unauthenticated cluster call %s from %s: %s (every node of a "
+                    "cluster needs the same cluster secret, see --cluster-secret-file)",
+                    method,
+                    peer,
+                    reason,
+                )
+            await context.abort(
+                grpc.StatusCode.UNAUTHENTICATED, f"cluster authentication failed: {reason}"
+            )
+
+        make = (
+            grpc.stream_unary_rpc_method_handler
+            if handler.request_streaming
+            else grpc.unary_unary_rpc_method_handler
+        )
+        return make(
+            refuse,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+def caller_of(context: grpc.aio.ServicerContext) -> Caller:
+    """Who made a call that the AuthInterceptor let through."""
+    values = {key: value for key, value in context.invocation_metadata() or ()}
+    return Caller(str(values["x-leveret-node"]), str(values["x-leveret-address"]))
+
+
+async def start_server(
+    servicer: cluster_pb2_grpc.ClusterServicer,
+    bind: str,
+    port: int,
+    verifier: CallVerifier,
+    on_caller: Callable[[Caller], None],
+    tls: TlsFiles | None = None,
+) -> tuple[grpc.aio.Server, int]:
+    """Serve the Cluster service on bind:port; returns the server and the bound port."""
+    server = grpc.aio.server(
+        interceptors=[AuthInterceptor(verifier, on_caller)], options=_SERVER_OPTIONS
+    )
+    cluster_pb2_grpc.add_ClusterServicer_to_server(servicer, server)
+    host = f"[{bind}]" if ":" in bind else bind
+    target = f"{host}:{port}"
+    if tls is None:
+        bound = server.add_insecure_port(target)
+    else:
+        bound = server.add_secure_port(target, tls.server_credentials())
+    if bound == 0:
+        raise OSError(f"cannot listen for cluster traffic on {target}")
+    await server.start()
+    return server, bound
+
+
+class PeerChannels:
+    """One gRPC channel per peer address, and the signed calls made over them."""
+
+    def __init__(self, signer: CallSigner, tls: TlsFiles | None = None) -> None:
+        self.signer = signer
+        self._tls = tls
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._stubs: dict[str, cluster_pb2_grpc.ClusterStub] = {}
+
+    def stub(self, address: str) -> cluster_pb2_grpc.ClusterStub:
+        """The Cluster stub for the node at `address` (channels connect lazily)."""
+        stub = self._stubs.get(address)
+        if stub is None:
+            if self._tls is None:
+                channel = grpc.aio.insecure_channel(address, options=_CHANNEL_OPTIONS)
+            else:
+                channel = grpc.aio.secure_channel(
+                    address, self._tls.channel_credentials(), options=_CHANNEL_OPTIONS
+                )
+            self._channels[address] = channel
+            stub = self._stubs[address] = cluster_pb2_grpc.ClusterStub(channel)
+        return stub
+
+    def metadata(self, method: str) -> tuple[tuple[str, str], ...]:
+        """Credentials for one call of `method` (its bare name, e.g. "Submit")."""
+        return self.signer.metadata(SERVICE_PATH + method)
+
+    async def call(self, address: str, method: str, request: Any, timeout: float) -> Any:
+        """Call unary `method` on the node at `address`; raises grpc.aio.AioRpcError."""
+        function = getattr(self.stub(address), method)
+        return await function(request, timeout=timeout, metadata=self.metadata(method))
+
+    async def drop(self, address: str) -> None:
+        """Close the channel to `address` (that node moved or left)."""
+        self._stubs.pop(address, None)
+        channel = self._channels.pop(address, None)
+        if channel is not None:
+            await channel.close()
+
+    async def close(self) -> None:
+        for address in list(self._channels):
+            await self.drop(address)
+
+
+class RaftStreams:
+    """Sends Raft messages to peers: one long-lived stream and one sender task per peer."""
+
+    def __init__(self, own_name: str, book: AddressBook, channels: PeerChannels) -> None:
+        self._own_name = own_name
+        self._book = book
+        self._channels = channels
+        self._senders: dict[str, _RaftSender] = {}
+        self._throttle = _Throttle()
+
+    def send(self, messages: Sequence[Message]) -> None:
+        """Queue `messages` for their destinations; never waits."""
+        by_peer: dict[str, list[Message]] = {}
+        for message in messages:
+            by_peer.setdefault(message.dst, []).append(message)
+        for peer, batch in by_peer.items():
+            sender = self._senders.get(peer)
+            if sender is None:
+                sender = _RaftSender(
+                    peer, self._own_name, self._book, self._channels, self._throttle
+                )
+                self._senders[peer] = sender
+            sender.push(batch)
+
+    def unreachable(self) -> set[str]:
+        """Peers whose stream is down right now."""
+        return {peer for peer, sender in self._senders.items() if not sender.connected}
+
+    async def close(self) -> None:
+        senders, self._senders = list(self._senders.values()), {}
+        for sender in senders:
+            await sender.close()
+
+
+class _RaftSender:
+    """The stream to one peer; reconnects with backoff and drops what it could not send."""
+
+    def __init__(
+        self,
+        peer: str,
+        own_name: str,
+        book: AddressBook,
+        channels: PeerChannels,
+        throttle: _Throttle,
+    ) -> None:
+        self.peer = peer
+        self.connected = False
+        self._own_name = own_name
+        self._book = book
+        self._channels = channels
+        self._throttle = throttle
+        self._queue: deque[Message] = deque()
+        self._wakeup = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"raft-to-{peer}")
+
+    def push(self, messages: list[Message]) -> None:
+        self._queue.extend(messages)
+        while len(self._queue) > MAX_QUEUED_MESSAGES:
+            self._queue.popleft()
+        self._wakeup.set()
+
+    async def close(self) -> None:
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
+
+    async def _wait_for_messages(self) -> None:
+        while not self._queue:
+            self._wakeup.clear()
+            await self._wakeup.wait()
+
+    def _next_batch(self) -> list[Message]:
+        count = min(len(self._queue), MAX_BATCH_MESSAGES)
+        return [self._queue.popleft() for _ in range(count)]
+
+    async def _run(self) -> None:
+        backoff = _MIN_BACKOFF_SECONDS
+        while True:
+            await self._wait_for_messages()
+            address = self._book.get(self.peer)
+            if address is None:
+                self._queue.clear()  # nowhere to send them; Raft sends again once we know
+                continue
+            call = self._channels.stub(address).Raft(metadata=self._channels.metadata("Raft"))
+            try:
+                while self._book.get(self.peer) == address:
+                    batch = self._next_batch()
+                    await call.write(encode_batch(self._own_name, self.peer, batch))
+                    self.connected = True
+                    backoff = _MIN_BACKOFF_SECONDS
+                    await self._wait_for_messages()
+            except asyncio.CancelledError:
+                call.cancel()
+                raise
+            except Exception as error:  # noqa: BLE001 - however the stream broke, start another
+                self.connected = False
+                call.cancel()
+                self._queue.clear()  # stale by the time the peer is back
+                self._report(address, error)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
+            else:
+                call.cancel()  # the peer moved to another address
+
+    def _report(self, address: str, error: Exception) -> None:
+        code = error.code() if isinstance(error, grpc.aio.AioRpcError) else None
+        if code is grpc.StatusCode.UNAUTHENTICATED:
+            if self._throttle.allows(f"auth:{self.peer}"):
+                log.warning(
+                    "node %s at %s refused our cluster credentials: %s",
+                    self.peer,
+                    address,
+                    error.details() if isinstance(error, grpc.aio.AioRpcError) else error,
+                )
+        elif code is grpc.StatusCode.FAILED_PRECONDITION:
+            if self._throttle.allows(f"member:{self.peer}"):
+                details = error.details() if isinstance(error, grpc.aio.AioRpcError) else error
+                log.warning("node %s refuses our Raft traffic: %s", self.peer, details)
+        elif self._throttle.allows(f"down:{self.peer}"):
+            log.info("Raft stream to %s at %s is down: %s", self.peer, address, code or error)

@@ -1,0 +1,85 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class MemberStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ALIVE: _ClassVar[MemberStatus]
+    SUSPECT: _ClassVar[MemberStatus]
+    DEAD: _ClassVar[MemberStatus]
+ALIVE: MemberStatus
+SUSPECT: MemberStatus
+DEAD: MemberStatus
+
+class QueueCounters(_message.Message):
+    __slots__ = ("vhost", "name", "messages", "messages_unacknowledged", "consumers")
+    VHOST_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_UNACKNOWLEDGED_FIELD_NUMBER: _ClassVar[int]
+    CONSUMERS_FIELD_NUMBER: _ClassVar[int]
+    vhost: str
+    name: str
+    messages: int
+    messages_unacknowledged: int
+    consumers: int
+    def __init__(self, vhost: _Optional[str] = ..., name: _Optional[str] = ..., messages: _Optional[int] = ..., messages_unacknowledged: _Optional[int] = ..., consumers: _Optional[int] = ...) -> None: ...
+
+class NodeReport(_message.Message):
+    __slots__ = ("version", "alarms", "memory_used", "disk_free", "queues")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    ALARMS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_USED_FIELD_NUMBER: _ClassVar[int]
+    DISK_FREE_FIELD_NUMBER: _ClassVar[int]
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    alarms: _containers.RepeatedScalarFieldContainer[str]
+    memory_used: int
+    disk_free: int
+    queues: _containers.RepeatedCompositeFieldContainer[QueueCounters]
+    def __init__(self, version: _Optional[int] = ..., alarms: _Optional[_Iterable[str]] = ..., memory_used: _Optional[int] = ..., disk_free: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[QueueCounters, _Mapping]]] = ...) -> None: ...
+
+class MemberState(_message.Message):
+    __slots__ = ("name", "status", "incarnation", "report", "has_report")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_FIELD_NUMBER: _ClassVar[int]
+    REPORT_FIELD_NUMBER: _ClassVar[int]
+    HAS_REPORT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    status: MemberStatus
+    incarnation: int
+    report: NodeReport
+    has_report: bool
+    def __init__(self, name: _Optional[str] = ..., status: _Optional[_Union[MemberStatus, str]] = ..., incarnation: _Optional[int] = ..., report: _Optional[_Union[NodeReport, _Mapping]] = ..., has_report: _Optional[bool] = ...) -> None: ...
+
+class Ping(_message.Message):
+    __slots__ = ("seq", "updates")
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    updates: _containers.RepeatedCompositeFieldContainer[MemberState]
+    def __init__(self, seq: _Optional[int] = ..., updates: _Optional[_Iterable[_Union[MemberState, _Mapping]]] = ...) -> None: ...
+
+class PingReq(_message.Message):
+    __slots__ = ("target", "seq", "updates")
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    target: str
+    seq: int
+    updates: _containers.RepeatedCompositeFieldContainer[MemberState]
+    def __init__(self, target: _Optional[str] = ..., seq: _Optional[int] = ..., updates: _Optional[_Iterable[_Union[MemberState, _Mapping]]] = ...) -> None: ...
+
+class Ack(_message.Message):
+    __slots__ = ("reached", "updates")
+    REACHED_FIELD_NUMBER: _ClassVar[int]
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    reached: bool
+    updates: _containers.RepeatedCompositeFieldContainer[MemberState]
+    def __init__(self, reached: _Optional[bool] = ..., updates: _Optional[_Iterable[_Union[MemberState, _Mapping]]] = ...) -> None: ...

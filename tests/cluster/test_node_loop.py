@@ -1,0 +1,81 @@
+"""The node loop around a one-node Raft group: apply, snapshot and compaction, recovery."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from cluster.metadata_machine import MetadataMachine
+from cluster.node_loop import LoopSettings, RaftLoop
+from cluster.raft import FileStorage, RaftConfig, RaftNode
+
+SETTINGS = LoopSettings(tick_seconds=0.01, snapshot_every=25)
+
+
+def start_loop(directory: Path) -> tuple[RaftLoop, MetadataMachine]:
+    storage = FileStorage(directory)
+    stored = storage.load()
+    machine = MetadataMachine()
+    applied = 0
+    if stored.snapshot is not None:
+        machine.restore(stored.snapshot)
+        applied = stored.snapshot.index
+    blank = stored.snapshot is None and not stored.entries
+    raft = RaftNode("solo", ["solo"] if blank else [], stored, RaftConfig())
+    loop = RaftLoop(raft, storage, machine, lambda messages: None, SETTINGS, applied)
+    loop.start()
+    loop.campaign()
+    return loop, machine
+
+
+async def wait_leader(loop: RaftLoop) -> None:
+    async with asyncio.timeout(5):
+        while loop.raft.leader_id != "solo":
+            await loop.wait_changed()
+
+
+def test_proposals_are_applied_snapshotted_and_recovered(tmp_path: Path) -> None:
+    async def first_life() -> list[Any]:
+        loop, _ = start_loop(tmp_path)
+        await wait_leader(loop)
+        await loop.propose(json.dumps({"op": "add_vhost", "name": "/"}).encode())
+        replies = []
+        for number in range(60):
+            command = {"op": "set_global_parameter", "name": f"p{number}", "value": number}
+            replies.append(await loop.propose(json.dumps(command).encode()))
+        assert loop.raft.first_index > 25, "the log was compacted into a snapshot"
+        await loop.stop()
+        return replies
+
+    replies = asyncio.run(first_life())
+    assert all(reply["status"] in ("created", "ok", "updated") for reply in replies), replies
+    assert (tmp_path / "raft.snapshot").exists()
+
+    async def second_life() -> list[Any]:
+        loop, machine = start_loop(tmp_path)
+        await wait_leader(loop)
+        await loop.wait_applied(loop.raft.commit_index)
+        names = [record["name"] for record in machine.state.vhosts()]
+        parameters = machine.state.global_parameter("p59")
+        await loop.stop()
+        return [names, parameters]
+
+    names, parameter = asyncio.run(second_life())
+    assert names == ["/"]
+    assert parameter is not None and parameter["value"] == 59
+
+
+def test_a_read_index_is_confirmed_and_waits_for_apply(tmp_path: Path) -> None:
+    async def scenario() -> int:
+        loop, _ = start_loop(tmp_path)
+        await wait_leader(loop)
+        await loop.propose(json.dumps({"op": "add_vhost", "name": "v"}).encode())
+        index = await loop.read_index()
+        await asyncio.wait_for(loop.wait_applied(index), 5)
+        applied = loop.applied_index
+        await loop.stop()
+        return applied - index
+
+    assert asyncio.run(scenario()) >= 0

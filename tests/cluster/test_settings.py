@@ -1,0 +1,39 @@
+"""Cluster settings from the node's configuration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cluster.secret import SECRET_FILE_NAME
+from cluster.settings import ClusterSettings
+from leveret.config import Config
+
+
+def test_settings_come_from_the_config_and_the_secret_is_created(tmp_path: Path) -> None:
+    config = Config(
+        node_name="n1@example",
+        data_dir=str(tmp_path),
+        bind="0.0.0.0",
+        cluster_port=0,
+        join=["h:1", "h:2"],
+        cluster_tls_cert="c.pem",
+        cluster_tls_key="k.pem",
+    )
+    settings = ClusterSettings.from_config(config)
+    assert settings.secret == (tmp_path / SECRET_FILE_NAME).read_bytes().strip()
+    assert settings.join == ("h:1", "h:2")
+    assert settings.tls is not None and settings.tls.ca is None
+    # Listening on every address, a node is reached at its name's host.
+    assert settings.advertised(25672) == "example:25672"
+    assert settings.raft_dir == tmp_path / "cluster" / "raft"
+
+
+def test_a_specific_bind_address_is_the_advertised_one(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("s")
+    config = Config(
+        data_dir=str(tmp_path), bind="::1", cluster_secret_file=str(secret), cluster_port=0
+    )
+    settings = ClusterSettings.from_config(config)
+    assert settings.secret == b"s" and settings.tls is None
+    assert settings.advertised(7) == "[::1]:7"
