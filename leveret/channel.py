@@ -12,7 +12,7 @@ from .amqp.fields import argument_types
 from .amqp.frames import content_frames, deliver_frames, get_ok_frames, method_frame, shortstr
 from .declare_rules import FIELD_TYPE_NAMES
 from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, with_reply_address
-from .message import Message, check_properties
+from .message import Message, check_properties, sender_selected
 from .names import consumer_tag as new_consumer_tag
 from .queues.classic import REJECTED, STORED, ClassicQueue
 from .queues.consumer import Consumer
@@ -518,10 +518,13 @@ class Channel:
                 suffix = self.reply_consumer[1] if self.reply_consumer is not None else None
                 message = with_reply_address(message, suffix, method.ids)
         self._check("write", "exchange", method.exchange, method)
+        extra_keys: tuple[str, ...] = ()
+        if message.has_flags and message.properties.headers:
+            extra_keys, message = sender_selected(message)
         if not method.exchange and method.routing_key.startswith(REPLY_PREFIX):
             self._publish_reply(message, method.mandatory)
             return
-        queues = self.vhost.route(method.exchange, method.routing_key, message, method.ids)
+        queues = self.vhost.route(method.exchange, method.routing_key, message, method.ids, extra_keys)
         if self.confirming:
             self._publish_seq += 1
         if self.transactional:

@@ -6,7 +6,7 @@ from typing import Any
 
 from .amqp.fields import DecodeError
 from .amqp.frames import shortstr
-from .amqp.properties import BasicProperties, decode_properties
+from .amqp.properties import BasicProperties, decode_properties, encode_header_payload
 
 _DELIVERY_MODE_BIT = 1 << 11  # property flag of delivery_mode (the 5th property)
 
@@ -64,3 +64,20 @@ def check_properties(message: Message) -> str | None:
     except DecodeError as exc:
         return str(exc)
     return None
+
+
+def sender_selected(message: Message) -> tuple[tuple[str, ...], Message]:
+    """Sender-selected distribution: the CC and BCC header keys to route by as well, and the
+    message as delivered (RabbitMQ removes BCC so that recipients do not see it)."""
+    headers = message.properties.headers or {}
+    keys: list[str] = []
+    for name in ("CC", "BCC"):
+        value = headers.get(name)
+        if isinstance(value, list):
+            keys += [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in value if isinstance(v, (str, bytes))]
+    if "BCC" not in headers:
+        return tuple(keys), message
+    properties = message.properties
+    properties.headers = {key: value for key, value in headers.items() if key != "BCC"}
+    header = encode_header_payload(60, len(message.body), properties.encode())
+    return tuple(keys), Message(message.exchange, message.routing_key, header, message.body)

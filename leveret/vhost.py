@@ -318,7 +318,12 @@ class VirtualHost:
     # --- routing ------------------------------------------------------------------------------
 
     def route(
-        self, exchange_name: str, routing_key: str, message: Message, method: tuple[int, int]
+        self,
+        exchange_name: str,
+        routing_key: str,
+        message: Message,
+        method: tuple[int, int],
+        extra_routing_keys: tuple[str, ...] = (),
     ) -> list[ClassicQueue]:
         exchange = self.exchanges.get(exchange_name)
         rules.check_publish_exchange(
@@ -329,11 +334,12 @@ class VirtualHost:
             method=method,
         )
         queues = self.queues
-        if not exchange_name:
+        if not exchange_name and not extra_routing_keys:
             queue = queues.get(routing_key)
             return [queue] if queue is not None else []
         headers = message.properties.headers if message.has_flags else None
-        return [queues[name] for name in route(self.exchanges, exchange_name, routing_key, headers, queues)]
+        names = route(self.exchanges, exchange_name, routing_key, headers, queues, extra_routing_keys)
+        return [queues[name] for name in names]
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

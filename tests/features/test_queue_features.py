@@ -161,3 +161,14 @@ def test_queue_with_consumer_does_not_expire(node: InProcessNode, channel) -> No
     channel.basic_consume("kept", lambda *a: None, auto_ack=True)
     channel.connection.process_data_events(time_limit=0.4)
     assert "kept" in node.call(lambda: set(node.broker.vhosts["/"].queues))
+
+
+def test_cc_and_bcc_route_too_and_bcc_is_removed(channel) -> None:
+    for name in ("main", "copy", "blind"):
+        channel.queue_declare(name)
+    channel.basic_publish("", "main", b"x", pika.BasicProperties(headers={"CC": ["copy"], "BCC": ["blind"]}))
+    got = {name: _drain(channel, name) for name in ("main", "copy", "blind")}
+    assert all(len(messages) == 1 for messages in got.values())
+    for messages in got.values():
+        (_body, props, _method), = messages
+        assert props.headers == {"CC": ["copy"]}
