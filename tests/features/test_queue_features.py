@@ -71,7 +71,7 @@ def test_reject_publish_nacks_and_other_queues_keep_their_copy(channel) -> None:
 def test_only_ready_messages_count_toward_the_limit(channel) -> None:
     channel.queue_declare("ready-only", arguments={"x-max-length": 1, "x-overflow": "reject-publish"})
     channel.basic_publish("", "ready-only", b"a")
-    m, _, _ = channel.basic_get("ready-only")  # now unacked, not ready
+    _delivered, _, _ = channel.basic_get("ready-only")  # now unacked, not ready
     channel.confirm_delivery()
     channel.basic_publish("", "ready-only", b"b")  # accepted
     assert _count(channel, "ready-only") == 1
