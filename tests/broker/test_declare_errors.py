@@ -50,7 +50,7 @@ def test_server_named_queue_and_empty_name_shorthand(channel) -> None:
     assert name.startswith("amq.gen-") and len(name) == len("amq.gen-") + 22
     channel.queue_bind("", "amq.direct", routing_key="k")
     channel.basic_publish("amq.direct", "k", b"via-binding")
-    method, _, body = channel.basic_get("", auto_ack=True)
+    _method, _, body = channel.basic_get("", auto_ack=True)
     assert body == b"via-binding"
     assert channel.queue_purge("").method.message_count == 0
     assert channel.queue_delete("").method.message_count == 0

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import aio_pika
@@ -17,33 +15,11 @@ import pytest
 from pika.adapters.blocking_connection import BlockingChannel
 
 from tests.support.rabbitmq import rabbitmq  # noqa: F401 - fixture
+from tests.support.reference import Target
 
 # --- the broker under test ------------------------------------------------------------------------
 # Every test runs against a Leveret node; with LEVERET_REFERENCE=rabbitmq also against a real
 # RabbitMQ, the reference for every expectation here.
-
-
-@dataclass(frozen=True)
-class Target:
-    name: str
-    url: str
-    port: int
-
-
-def _targets() -> list[Any]:
-    targets: list[Any] = ["leveret"]
-    if os.environ.get("LEVERET_REFERENCE") == "rabbitmq":
-        targets.append(pytest.param("rabbitmq", marks=pytest.mark.rabbitmq))
-    return targets
-
-
-@pytest.fixture(params=_targets())
-def target(request: pytest.FixtureRequest) -> Target:
-    if request.param == "rabbitmq":
-        rabbit = request.getfixturevalue("rabbitmq")
-        return Target("rabbitmq", rabbit.url, rabbit.amqp_port)
-    node = request.getfixturevalue("node")
-    return Target("leveret", node.url, node.port)
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ not publish keeps working.
 
 from __future__ import annotations
 
-import os
 import socket
 import struct
 import time
@@ -32,6 +31,7 @@ from leveret.broker import Permission
 from tests.support.node import InProcessNode, wait_for
 from tests.support.rabbitmq import rabbitmq  # noqa: F401 - fixture
 from tests.support.raw_client import RawClient
+from tests.support.reference import Target
 
 REFUSED = (
     "ACCESS_REFUSED - Login was refused using authentication mechanism {}. "
@@ -39,35 +39,6 @@ REFUSED = (
 )
 
 # --- the broker under test ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Target:
-    name: str
-    url: str
-    port: int
-
-
-def _targets() -> list[Any]:
-    targets: list[Any] = ["leveret"]
-    if os.environ.get("LEVERET_REFERENCE") == "rabbitmq":
-        targets.append(pytest.param("rabbitmq", marks=pytest.mark.rabbitmq))
-    return targets
-
-
-@pytest.fixture(params=_targets())
-def target(request: pytest.FixtureRequest) -> Target:
-    if request.param == "rabbitmq":
-        rabbit = request.getfixturevalue("rabbitmq")
-        return Target("rabbitmq", rabbit.url, rabbit.amqp_port)
-    node = request.getfixturevalue("node")
-    return Target("leveret", node.url, node.port)
-
-
-def known_bug(request: pytest.FixtureRequest, target: Target, reason: str) -> None:
-    """Mark a test strictly expected to fail on Leveret only: RabbitMQ shows the right behaviour."""
-    if target.name == "leveret":
-        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
 
 
 # --- raw connections ------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ def process():
 
 
 def test_ports_file_and_clean_shutdown(process: NodeProcess) -> None:
-    ports = json.loads(open(process.ports_file).read())
+    with open(process.ports_file) as handle:
+        ports = json.loads(handle.read())
     assert set(ports) == {"amqp", "mgmt", "cluster"}
     for port in ports.values():
         socket.create_connection(("127.0.0.1", port), timeout=2).close()

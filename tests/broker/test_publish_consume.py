@@ -72,8 +72,8 @@ def test_reject_requeue_keeps_original_position(channel) -> None:
     channel.queue_declare("requeue")
     for i in range(3):
         channel.basic_publish("", "requeue", str(i).encode())
-    m0, _, b0 = channel.basic_get("requeue")
-    m1, _, b1 = channel.basic_get("requeue")
+    m0, _, _b0 = channel.basic_get("requeue")
+    m1, _, _b1 = channel.basic_get("requeue")
     channel.basic_reject(m0.delivery_tag, requeue=True)
     got = [channel.basic_get("requeue", auto_ack=True) for _ in range(2)]
     assert [(g[0].redelivered, g[2]) for g in got] == [(True, b"0"), (False, b"2")]

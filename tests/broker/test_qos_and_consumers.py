@@ -13,7 +13,6 @@ ready count.
 from __future__ import annotations
 
 import asyncio
-import os
 import struct
 import uuid
 from collections.abc import Iterator
@@ -31,37 +30,9 @@ from leveret.amqp.frames import method_frame
 from tests.support.node import wait_for
 from tests.support.rabbitmq import rabbitmq  # noqa: F401 - fixture
 from tests.support.raw_client import RawClient
+from tests.support.reference import Target
 
 # --- the broker under test ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Target:
-    name: str
-    url: str
-    port: int
-
-
-def _targets() -> list[Any]:
-    targets: list[Any] = ["leveret"]
-    if os.environ.get("LEVERET_REFERENCE") == "rabbitmq":
-        targets.append(pytest.param("rabbitmq", marks=pytest.mark.rabbitmq))
-    return targets
-
-
-@pytest.fixture(params=_targets())
-def target(request: pytest.FixtureRequest) -> Target:
-    if request.param == "rabbitmq":
-        rabbit = request.getfixturevalue("rabbitmq")
-        return Target("rabbitmq", rabbit.url, rabbit.amqp_port)
-    node = request.getfixturevalue("node")
-    return Target("leveret", node.url, node.port)
-
-
-def known_bug(request: pytest.FixtureRequest, target: Target, reason: str) -> None:
-    """Mark a test strictly expected to fail on Leveret only: RabbitMQ shows the right behaviour."""
-    if target.name == "leveret":
-        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
 
 
 @pytest.fixture
