@@ -620,10 +620,6 @@ class Channel:
             # The store could not make these durable: the publisher must resend them.
             self.reply(m.BasicNack(upto, multiple, False))
 
-    @property
-    def has_pending_confirms(self) -> bool:
-        return self.confirming and self._publish_seq > self._confirmed_upto
-
     def _confirm_select(self, method: m.ConfirmSelect) -> None:
         if self.transactional:
             raise precondition_failed("cannot switch from tx to confirm mode", method.ids)
