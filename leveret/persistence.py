@@ -6,7 +6,8 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from .store import GroupCommitter, QueueStore, SharedStore
+from .store import FileSystem, GroupCommitter, QueueStore, SharedStore
+from .store.files import DEFAULT_FILE_SYSTEM
 
 # Bodies at or above this size are stored once per vhost and referenced from each queue.
 EMBED_THRESHOLD = 4096
@@ -20,7 +21,14 @@ def _dir_name(name: str) -> str:
 class MessageStores:
     """Opens and removes the stores of a node's durable queues; owns the group committer."""
 
-    def __init__(self, data_dir: Path, *, embed_threshold: int = EMBED_THRESHOLD) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        embed_threshold: int = EMBED_THRESHOLD,
+        fs: FileSystem = DEFAULT_FILE_SYSTEM,
+    ) -> None:
+        self.fs = fs  # every file operation of the stores goes through it (tests inject faults)
         self.root = data_dir / "msgs"
         self.root.mkdir(parents=True, exist_ok=True)
         self.committer = GroupCommitter()
@@ -31,13 +39,15 @@ class MessageStores:
         store = self._shared.get(vhost)
         if store is None:
             directory = self.root / _dir_name(vhost) / "shared"
-            store = SharedStore(str(directory), committer=self.committer, embed_threshold=self.embed_threshold)
+            store = SharedStore(
+                str(directory), fs=self.fs, committer=self.committer, embed_threshold=self.embed_threshold
+            )
             self._shared[vhost] = store
         return store
 
     def open_queue(self, vhost: str, queue: str) -> QueueStore:
         directory = self.root / _dir_name(vhost) / "queues" / _dir_name(queue)
-        return QueueStore.open(str(directory), shared=self.shared(vhost), committer=self.committer)
+        return QueueStore.open(str(directory), shared=self.shared(vhost), committer=self.committer, fs=self.fs)
 
     def finish_recovery(self) -> None:
         """Every durable queue is open: unreferenced shared bodies may go now."""
