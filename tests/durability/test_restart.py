@@ -76,7 +76,7 @@ def test_delivered_unacked_comes_back_redelivered(data_dir: str) -> None:
         ch.queue_declare("work", durable=True)
         for i in range(3):
             ch.basic_publish("", "work", f"w{i}".encode(), PERSISTENT)
-        method, _, body = ch.basic_get("work")
+        _method, _, body = ch.basic_get("work")
         assert body == b"w0"
         acked, _, _ = ch.basic_get("work")
         ch.basic_ack(acked.delivery_tag)
@@ -199,6 +199,38 @@ def test_policies_users_and_vhosts_survive_restart(data_dir: str) -> None:
         for i in range(5):
             ch.basic_publish("", "capped", str(i).encode())
         assert [body for body, _, _ in _drain(ch, "capped")] == [b"3", b"4"]
+        conn.close()
+    finally:
+        node.cleanup()
+
+
+def test_deleted_bindings_stay_deleted_after_restart(data_dir: str) -> None:
+    """Deleting a durable queue or exchange removes its bindings from disk too: a queue declared
+    again under the same name does not get them back at the next boot."""
+    node = NodeProcess(data_dir).start()
+    try:
+        conn = _connect(node)
+        ch = conn.channel()
+        ch.exchange_declare("ev", "direct", durable=True)
+        ch.exchange_declare("ev2", "direct", durable=True)
+        ch.queue_declare("sink", durable=True)
+        ch.queue_bind("sink", "ev", "k")
+        ch.exchange_bind("ev2", "ev", "k2")
+        ch.queue_delete("sink")
+        ch.exchange_delete("ev2")
+        ch.queue_declare("sink", durable=True)
+        ch.exchange_declare("ev2", "direct", durable=True)
+        ch.queue_bind("sink", "ev2", "k2")
+        conn.close()
+        assert node.terminate() == 0
+        node.start()
+        conn = _connect(node)
+        ch = conn.channel()
+        ch.confirm_delivery()
+        ch.basic_publish("ev", "k", b"old binding", PERSISTENT, mandatory=False)
+        ch.basic_publish("ev", "k2", b"old e2e binding", PERSISTENT)
+        ch.basic_publish("ev2", "k2", b"new binding", PERSISTENT)
+        assert [body for body, _, _ in _drain(ch, "sink")] == [b"new binding"]
         conn.close()
     finally:
         node.cleanup()
