@@ -397,8 +397,10 @@ def start_rabbitmq(
             )
         except RabbitMQStartError as error:
             last_error = error
-            # Only a port taken between reservation and bind is worth another try.
-            if "eaddrinuse" not in str(error).lower():
+            # Only a port taken between reservation and bind is worth another try; Erlang says
+            # so as eaddrinuse, or as dist_port_already_used for the distribution port.
+            text = str(error).lower()
+            if "eaddrinuse" not in text and "port_already_used" not in text:
                 raise
     assert last_error is not None
     raise last_error
