@@ -275,6 +275,10 @@ class RaftLoop:
             if pending is not None:
                 term, future = pending
                 if term == entry.term:
+                    if isinstance(reply, dict):
+                        # Where it was applied: a follower that forwarded the command waits
+                        # to apply it too before its client hears the outcome.
+                        reply["index"] = entry.index
                     if not future.done():
                         future.set_result(reply)
                 else:

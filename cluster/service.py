@@ -66,6 +66,8 @@ class ClusterService:
         self._server: Any = None
         self._gossip: GossipDriver | None = None
         self._book = AddressBook(self.name, "")
+        # Awaited by the leader before it admits a node (the node's definitions go first).
+        self.before_admitting: Callable[[], Awaitable[None]] | None = None
         # Set in start(), used by everything after it.
         self._channels: PeerChannels
         self._streams: RaftStreams
@@ -162,12 +164,27 @@ class ClusterService:
         """
         self._check_not_removed()
         data = encode_command(command)  # refuses what cannot be encoded, before any network trip
-        return await self._on_leader(
+        timeout = timeout or self.settings.submit_timeout
+        deadline = asyncio.get_running_loop().time() + timeout
+        reply = await self._on_leader(
             "the metadata change",
             lambda left: self._leader.submit(command, left),
             lambda address, left: self._remote.submit(address, data, left),
             timeout,
         )
+        index = reply.get("index")
+        if isinstance(index, int) and index > self._loop.applied_index:
+            # Read-your-writes: the change is applied here before the caller hears of it.
+            try:
+                async with asyncio.timeout_at(max(deadline, asyncio.get_running_loop().time() + 1)):
+                    await self._loop.wait_applied(index)
+            except TimeoutError:
+                raise ClusterUnavailable(
+                    f"node {self.name} has not caught up with the leader (entry {index}) "
+                    f"within {timeout:.1f}s",
+                    kind="timeout",
+                ) from None
+        return reply
 
     async def read_barrier(self, timeout: float | None = None) -> None:
         """Wait until this node has applied every change committed before the call."""
@@ -251,6 +268,9 @@ class ClusterService:
 
     async def join_here(self, name: str, address: str, fresh: bool, timeout: float) -> Membership:
         self._require_started()
+        self._leader.require_leader()
+        if self.before_admitting is not None:
+            await self.before_admitting()
         membership = await self._leader.join(name, address, fresh, timeout)
         log.info("node %s at %s is a member", name, address)
         return membership

@@ -15,6 +15,7 @@ from .definitions_registry import DefinitionsRegistry, Parameter, Policy
 from .direct_reply import DirectReplyRegistry
 from .persistence import MessageStores
 from .policy_effects import apply_to_exchange, apply_to_queue, follow_policies
+from .shared_metadata import SharedMetadata
 from .vhost import VirtualHost, binding_record, exchange_record, queue_record
 
 if TYPE_CHECKING:
@@ -47,6 +48,9 @@ class Broker:
         self.sessions: set[Session] = set()
         self.alarms: set[str] = set()
         self.direct_reply = DirectReplyRegistry()
+        # Set on a clustered node: definitions are then decided by the cluster's store and
+        # applied to this model by it, never changed here directly (see shared_metadata).
+        self.shared: SharedMetadata | None = None
         # Policies, operator policies and parameters: they act on queues and exchanges as they
         # change, and are journaled like every other definition.
         self.registry = DefinitionsRegistry()
@@ -190,10 +194,20 @@ class Broker:
 
     # --- definitions --------------------------------------------------------------------------
 
+    def share_metadata(self, shared: SharedMetadata) -> None:
+        """From now on `shared` decides every definition change and applies it to this model;
+        the node's own journal is no longer written."""
+        self.shared = shared
+        self.definitions = None
+        for vhost in self.vhosts.values():
+            vhost.definitions = None
+            vhost.shared = shared
+
     def add_vhost(self, name: str) -> VirtualHost:
         vhost = self.vhosts.get(name)
         if vhost is None:
             vhost = self.vhosts[name] = VirtualHost(name, definitions=self.definitions, stores=self.stores)
+            vhost.shared = self.shared
             vhost.on_queue_created = lambda queue: apply_to_queue(self.registry, queue)
             vhost.on_exchange_created = lambda exchange: apply_to_exchange(self.registry, name, exchange)
             if self.definitions is not None:

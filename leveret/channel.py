@@ -10,13 +10,16 @@ from .amqp import methods as m
 from .amqp.errors import AMQPError, ReplyCode, access_refused, not_found, precondition_failed
 from .amqp.fields import argument_types
 from .amqp.frames import content_frames, deliver_frames, get_ok_frames, method_frame, shortstr
+from . import declare_rules as rules
 from .declare_rules import FIELD_TYPE_NAMES
 from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, with_reply_address
 from .message import Message, check_properties, sender_selected
 from .names import consumer_tag as new_consumer_tag
+from . import shared_declares
 from .queues.classic import REJECTED, STORED, ClassicQueue
 from .queues.consumer import Consumer
 from .queues.entry import QueueEntry
+from .shared_metadata import SharedMetadata
 
 if TYPE_CHECKING:
     from .session import Session
@@ -82,6 +85,11 @@ class Channel:
 
     # --- plumbing -----------------------------------------------------------------------------
 
+    @property
+    def shared(self) -> SharedMetadata | None:
+        """Set on a clustered node, whose definitions the cluster decides (see shared_declares)."""
+        return self.session.broker.shared
+
     def reply(self, method: m.Method) -> None:
         self.session.write(method_frame(self.number, method))
 
@@ -121,6 +129,9 @@ class Channel:
     def _exchange_declare(self, method: m.ExchangeDeclare) -> None:
         if not method.passive:
             self._check("configure", "exchange", method.exchange, method)
+            if self.shared is not None:
+                shared_declares.exchange_declare(self, self.shared, method)
+                return
         self.vhost.declare_exchange(
             method.exchange,
             method.type,
@@ -136,6 +147,9 @@ class Channel:
 
     def _exchange_delete(self, method: m.ExchangeDelete) -> None:
         self._check("configure", "exchange", method.exchange, method)
+        if self.shared is not None:
+            shared_declares.exchange_delete(self, self.shared, method)
+            return
         self.vhost.delete_exchange(method.exchange, if_unused=method.if_unused, method=method.ids)
         if not method.no_wait:
             self.reply(m.ExchangeDeleteOk())
@@ -143,6 +157,13 @@ class Channel:
     def _exchange_bind(self, method: m.ExchangeBind) -> None:
         self._check("write", "exchange", method.destination, method)
         self._check("read", "exchange", method.source, method)
+        if self.shared is not None:
+            ok = None if method.no_wait else m.ExchangeBindOk()
+            shared_declares.bind(
+                self, self.shared, method.source, method.destination, "exchange",
+                method.routing_key, method.arguments, method, ok,
+            )
+            return
         self.vhost.bind(
             method.source, method.destination, "exchange", method.routing_key, method.arguments, method.ids
         )
@@ -152,6 +173,13 @@ class Channel:
     def _exchange_unbind(self, method: m.ExchangeUnbind) -> None:
         self._check("write", "exchange", method.destination, method)
         self._check("read", "exchange", method.source, method)
+        if self.shared is not None:
+            ok = None if method.no_wait else m.ExchangeUnbindOk()
+            shared_declares.unbind(
+                self, self.shared, method.source, method.destination, "exchange",
+                method.routing_key, method.arguments, method, ok,
+            )
+            return
         self.vhost.unbind(
             method.source, method.destination, "exchange", method.routing_key, method.arguments, method.ids
         )
@@ -180,6 +208,17 @@ class Channel:
             return
         if not method.passive and method.queue:
             self._check("configure", "queue", method.queue, method)
+        if self.shared is not None:
+            if not method.passive:
+                shared_declares.queue_declare(self, self.shared, method)
+                return
+            remote = self.vhost.remote_queues.get(method.queue)
+            if remote is not None:
+                if remote.exclusive_owner is not None:
+                    raise rules.exclusive_locked(remote.name, self.vhost.name, method.ids)
+                if not method.no_wait:
+                    self.reply(m.QueueDeclareOk(remote.name, 0, 0))
+                return
         queue = self.vhost.declare_queue(
             method.queue,
             passive=method.passive,
@@ -195,18 +234,43 @@ class Channel:
         if not method.no_wait:
             self.reply(m.QueueDeclareOk(queue.name, queue.message_count, queue.consumer_count))
 
+    def _bindable_queue(self, name: str, method: m.Method) -> str:
+        """The name of a queue this connection may bind: a remote one too on a clustered node."""
+        name = self._queue_name(name, method)
+        remote = self.vhost.remote_queues.get(name)
+        if remote is None:
+            return self._owned_queue(name, method).name
+        if remote.exclusive_owner is not None:
+            raise rules.exclusive_locked(name, self.vhost.name, method.ids)
+        return name
+
     def _queue_bind(self, method: m.QueueBind) -> None:
-        queue = self._owned_queue(method.queue, method)
-        self._check("write", "queue", queue.name, method)
+        name = self._bindable_queue(method.queue, method)
+        self._check("write", "queue", name, method)
         self._check("read", "exchange", method.exchange, method)
+        if self.shared is not None:
+            ok = None if method.no_wait else m.QueueBindOk()
+            shared_declares.bind(
+                self, self.shared, method.exchange, name, "queue", method.routing_key,
+                method.arguments, method, ok,
+            )
+            return
+        queue = self.vhost.queues[name]
         self.vhost.bind(method.exchange, queue.name, "queue", method.routing_key, method.arguments, method.ids)
         if not method.no_wait:
             self.reply(m.QueueBindOk())
 
     def _queue_unbind(self, method: m.QueueUnbind) -> None:
-        queue = self._owned_queue(method.queue, method)
-        self._check("write", "queue", queue.name, method)
+        name = self._bindable_queue(method.queue, method)
+        self._check("write", "queue", name, method)
         self._check("read", "exchange", method.exchange, method)
+        if self.shared is not None:
+            shared_declares.unbind(
+                self, self.shared, method.exchange, name, "queue", method.routing_key,
+                method.arguments, method, m.QueueUnbindOk(),
+            )
+            return
+        queue = self.vhost.queues[name]
         self.vhost.unbind(method.exchange, queue.name, "queue", method.routing_key, method.arguments, method.ids)
         self.reply(m.QueueUnbindOk())
 
@@ -220,6 +284,9 @@ class Channel:
     def _queue_delete(self, method: m.QueueDelete) -> None:
         name = self._queue_name(method.queue, method)
         self._check("configure", "queue", name, method)
+        if self.shared is not None:
+            shared_declares.queue_delete(self, self.shared, name, method)
+            return
         queue = self.vhost.queues.get(name)
         if queue is None:
             # Deleting a missing queue succeeds, as in RabbitMQ.
@@ -524,9 +591,15 @@ class Channel:
         if not method.exchange and method.routing_key.startswith(REPLY_PREFIX):
             self._publish_reply(message, method.mandatory)
             return
-        queues = self.vhost.route(method.exchange, method.routing_key, message, method.ids, extra_keys)
+        vhost = self.vhost
+        queues = vhost.route(method.exchange, method.routing_key, message, method.ids, extra_keys)
         if self.confirming:
             self._publish_seq += 1
+        if vhost.routed_elsewhere:
+            # Queues homed on other nodes do not get it (yet): never confirm it as handled.
+            vhost.routed_elsewhere = False
+            if self.confirming:
+                self._rejected.add(self._publish_seq)
         if self.transactional:
             self._tx_publishes.append((message, queues, method.mandatory))
             return

@@ -15,3 +15,8 @@ def queue_name() -> str:
 
 def consumer_tag() -> str:
     return generated_name("amq.ctag")
+
+
+# Names this run of the node process, so that what belonged to an earlier run (its connections'
+# exclusive queues, its non-durable queues) is told apart after a restart.
+RUN_ID = base64.urlsafe_b64encode(os.urandom(6)).decode("ascii")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import logging
 import platform
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from . import __version__
@@ -29,6 +31,8 @@ from .amqp.errors import AMQPError, ReplyCode, resource_locked
 from .amqp.frames import method_frame
 from .auth import MECHANISMS, SaslError, is_loopback, parse_response
 from .channel import Channel
+from .names import RUN_ID
+from .shared_commands import delete_queue as delete_queue_command
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -36,6 +40,8 @@ if TYPE_CHECKING:
     from .vhost import VirtualHost
 
 log = logging.getLogger(__name__)
+
+_session_numbers = itertools.count(1)
 
 CAPABILITIES = (
     "publisher_confirms",
@@ -89,6 +95,11 @@ class Session:
         # Set while this connection publishes to a queue whose consumers fall behind: its
         # turns on the event loop get smaller, so on a busy node consumers catch up.
         self.publishes_to_congested_queue = False
+        # Set while a channel method waits for the cluster to decide a definition change: the
+        # connection's later frames wait too, so that each channel sees its methods in order.
+        self._waiting = False
+        # How the cluster names this connection as the owner of its exclusive queues.
+        self.owner_tag = f"{broker.config.node_name}/{RUN_ID}/{next(_session_numbers)}"
         self.closed = False
 
     # --- IO entry points ----------------------------------------------------------------------
@@ -102,12 +113,15 @@ class Session:
         for index, event in enumerate(events):
             if self.closed:
                 break
+            if self._waiting:
+                self._held.extend(events[index:])
+                break
             kind = type(event)
             if kind is ContentReceived:
                 if self.alarm is not None:
                     # As RabbitMQ: a connection that publishes during a resource alarm is told it
                     # is blocked and read no further; its publishes wait for the alarm to clear.
-                    self._held = events[index:]
+                    self._held.extend(events[index:])
                     self._block()
                     break
                 channel = channels.get(event.channel)  # type: ignore[union-attr]
@@ -136,8 +150,12 @@ class Session:
         self._throttled_by.clear()
         self._teardown_channels()
         if self.vhost is not None:
+            shared = self.broker.shared
             for name in list(self.exclusive_queues):
                 self.vhost.delete_queue(name)
+                if shared is not None:
+                    # Gone here at once; the cluster forgets it as soon as it can decide.
+                    shared.submit_eventually(delete_queue_command(self.vhost.name, name, self.owner_tag))
         self.exclusive_queues.clear()
         self.broker.session_closed(self)
 
@@ -178,7 +196,11 @@ class Session:
 
     def release_throttle(self, queue: ClassicQueue) -> None:
         self._throttled_by.discard(queue)
-        if not self._throttled_by and not self.blocked and not self.closed:
+        self._resume_reading()
+
+    def _resume_reading(self) -> None:
+        """Read again unless something else still holds this connection back."""
+        if not (self._throttled_by or self.blocked or self._waiting or self.closed):
             self.transport.set_reading(True)
 
 
@@ -194,11 +216,45 @@ class Session:
             self.blocked = False
             if self.client_capability("connection.blocked"):
                 self.write(method_frame(0, m.ConnectionUnblocked()))
+        self._handle_held()
+        if self.alarm is None:
+            self._resume_reading()
+
+    def _handle_held(self) -> None:
         held, self._held = self._held, []
         if held:
             self._handle_events(held)
-        if not self._throttled_by and self.alarm is None:
-            self.transport.set_reading(True)
+
+    # --- waiting for the cluster --------------------------------------------------------------
+
+    def wait_then(self, channel: Channel, pending: Awaitable[Any], then: Callable[[Any], None]) -> None:
+        """Hold this connection's later frames until `pending` is done, then call `then` with
+        its result on `channel` (if still open); an AMQPError from either closes the channel."""
+        self._waiting = True
+        self.transport.set_reading(False)
+        future = asyncio.ensure_future(pending)
+        future.add_done_callback(lambda done: self._waited(channel, done, then))
+
+    def _waited(self, channel: Channel, done: asyncio.Future[Any], then: Callable[[Any], None]) -> None:
+        self._waiting = False
+        if self.closed:
+            return
+        if self.channels.get(channel.number) is channel:
+            try:
+                then(done.result())
+            except AMQPError as error:
+                self._handle_error(channel.number, error)
+            except Exception:
+                log.exception("channel %d: waiting for the cluster failed", channel.number)
+                self._handle_error(
+                    channel.number,
+                    AMQPError(ReplyCode.INTERNAL_ERROR, "INTERNAL_ERROR", hard=True),
+                )
+        self._handle_held()
+        for open_channel in self.channels.values():
+            if open_channel.confirming:
+                open_channel.flush_confirms()
+        self._resume_reading()
 
     def _block(self) -> None:
         if not self.blocked:

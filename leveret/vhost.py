@@ -16,7 +16,10 @@ from .exchanges.exchange import Exchange, predeclared_exchanges, unbind_everywhe
 from .message import Message
 from .persistence import MessageStores
 from .queues.classic import ClassicQueue
+from .queues.remote import RemoteQueue
 from .routing import route
+from .shared_commands import delete_queue as delete_queue_command
+from .shared_metadata import SharedMetadata
 
 
 class VirtualHost:
@@ -30,6 +33,12 @@ class VirtualHost:
         self.name = name
         self.exchanges: dict[str, Exchange] = predeclared_exchanges()
         self.queues: dict[str, ClassicQueue] = {}
+        # On a clustered node: the queues whose home is another node, and the shared store
+        # that decides every change (the cluster applies them here; see shared_metadata).
+        self.remote_queues: dict[str, RemoteQueue] = {}
+        self.shared: SharedMetadata | None = None
+        # Set when a message was routed to queues of other nodes, which it does not reach yet.
+        self.routed_elsewhere = False
         self.definitions = definitions
         self.stores = stores
         # Told of each new queue and exchange, so that policies apply to them from the start.
@@ -51,6 +60,27 @@ class VirtualHost:
         method: tuple[int, int],
     ) -> Exchange:
         name = rules.strip_cr_lf(name)
+        requested = self.check_exchange_declare(
+            name, type_name, passive=passive, durable=durable, auto_delete=auto_delete,
+            internal=internal, arguments=arguments, method=method,
+        )
+        if requested is None:
+            return self.exchanges[name]
+        return self.create_exchange(name, requested)
+
+    def check_exchange_declare(
+        self,
+        name: str,
+        type_name: str,
+        *,
+        passive: bool,
+        durable: bool,
+        auto_delete: bool,
+        internal: bool,
+        arguments: dict[str, Any],
+        method: tuple[int, int],
+    ) -> rules.ExchangeDecl | None:
+        """Check a declaration of exchange `name`; what to create, or None when it exists."""
         requested = rules.ExchangeDecl(
             type_name, durable, auto_delete, internal, arguments, argument_types(arguments)
         )
@@ -64,14 +94,14 @@ class VirtualHost:
             known_types=exchange_type,
             method=method,
         )
-        if not create:
-            assert existing is not None
-            return existing
+        return requested if create else None
+
+    def create_exchange(self, name: str, requested: rules.ExchangeDecl) -> Exchange:
         exchange = Exchange.from_decl(name, requested)
         self.exchanges[name] = exchange
         if self.on_exchange_created is not None:
             self.on_exchange_created(exchange)
-        if durable and self.definitions is not None:
+        if requested.durable and self.definitions is not None:
             self.definitions.put(exchange_record(self.name, exchange))
         return exchange
 
@@ -87,9 +117,9 @@ class VirtualHost:
             method=method,
         )
         if exists and exchange is not None:
-            self._remove_exchange(exchange)
+            self.remove_exchange(exchange)
 
-    def _remove_exchange(self, exchange: Exchange) -> None:
+    def remove_exchange(self, exchange: Exchange) -> None:
         """Delete an exchange, its bindings both ways, and auto-delete exchanges left unused."""
         doomed = [exchange]
         while doomed:
@@ -117,7 +147,7 @@ class VirtualHost:
 
     def restore_binding(self, record: dict[str, Any]) -> None:
         source = self.exchanges.get(record["source"])
-        if source is None or not self._destination_exists(record["destination_kind"], record["destination"]):
+        if source is None or not self.has_destination(record["destination_kind"], record["destination"]):
             return  # an end was deleted after the binding was written
         source.add_binding(
             Binding.of(
@@ -208,6 +238,17 @@ class VirtualHost:
             self.on_queue_created(queue)
         return queue
 
+    def known_queue(self, name: str) -> tuple[rules.QueueDecl, Any] | None:
+        """The declaration and exclusive owner of queue `name`, here or on another node (whose
+        owners are the cluster's names for connections, never equal to a local session)."""
+        queue = self.queues.get(name)
+        if queue is not None:
+            return _decl_of(queue), queue.exclusive_owner
+        remote = self.remote_queues.get(name)
+        if remote is not None:
+            return remote.decl, remote.exclusive_owner
+        return None
+
     def get_queue(self, name: str, method: tuple[int, int]) -> ClassicQueue:
         queue = self.queues.get(name)
         if queue is None:
@@ -225,14 +266,21 @@ class VirtualHost:
         for binding in removed:
             self._forget_binding(binding)
         for exchange in unused:
-            self._remove_exchange(exchange)
+            self.remove_exchange(exchange)
         if queue.durable and owner is None and self.definitions is not None:
             self.definitions.delete(queue_record(self.name, queue))
         return queue.delete()
 
     def _auto_delete(self, queue: ClassicQueue) -> None:
-        if self.queues.get(queue.name) is queue:
-            self.delete_queue(queue.name)
+        if self.queues.get(queue.name) is not queue:
+            return
+        if self.shared is not None:
+            # The cluster decides; the queue goes when its deletion is applied here.
+            owner = queue.exclusive_owner
+            owner_tag = owner.owner_tag if owner is not None else None
+            self.shared.submit_eventually(delete_queue_command(self.name, queue.name, owner_tag))
+            return
+        self.delete_queue(queue.name)
 
     def _dead_letter(self, queue: ClassicQueue, message: Message, reason: str) -> None:
         """Republish a message that died in `queue` to the queue's dead-letter exchange."""
@@ -247,15 +295,18 @@ class VirtualHost:
             targets = [target] if target is not None else []
         else:
             headers = copy.properties.headers
-            targets = [self.queues[n] for n in route(self.exchanges, exchange_name, routing_key, headers, self.queues)]
+            names = route(self.exchanges, exchange_name, routing_key, headers, self.queues)
+            targets = [self.queues[n] for n in names if n in self.queues]
         for target in targets:
             if not target.deleted and not is_cycle(copy, target.name):
                 target.publish(copy)
 
     # --- bindings -----------------------------------------------------------------------------
 
-    def _destination_exists(self, kind: str, name: str) -> bool:
-        return name in (self.queues if kind == "queue" else self.exchanges)
+    def has_destination(self, kind: str, name: str) -> bool:
+        if kind == "queue":
+            return name in self.queues or name in self.remote_queues
+        return name in self.exchanges
 
     def bind(
         self,
@@ -271,7 +322,7 @@ class VirtualHost:
             destination,
             kind,
             source_exists=source in self.exchanges,
-            destination_exists=self._destination_exists(kind, destination),
+            destination_exists=self.has_destination(kind, destination),
             vhost=self.name,
             method=method,
         )
@@ -299,7 +350,7 @@ class VirtualHost:
             return
         self._forget_binding(binding)
         if exchange.auto_delete and not exchange.has_bindings():
-            self._remove_exchange(exchange)
+            self.remove_exchange(exchange)
 
     def _is_durable(self, binding: Binding) -> bool:
         """RabbitMQ keeps a binding across restarts when both of its ends are durable."""
@@ -335,12 +386,35 @@ class VirtualHost:
             method=method,
         )
         queues = self.queues
+        remote = self.remote_queues
         if not exchange_name and not extra_routing_keys:
             queue = queues.get(routing_key)
+            if queue is None and routing_key in remote:
+                self.routed_elsewhere = True
             return [queue] if queue is not None else []
         headers = message.properties.headers if message.has_flags else None
+        if remote:
+            known = _AnyQueue(queues, remote)
+            names = route(self.exchanges, exchange_name, routing_key, headers, known, extra_routing_keys)
+            found = [queues[name] for name in names if name in queues]
+            if len(found) < len(names):
+                self.routed_elsewhere = True
+            return found
         names = route(self.exchanges, exchange_name, routing_key, headers, queues, extra_routing_keys)
         return [queues[name] for name in names]
+
+
+class _AnyQueue:
+    """The names of local and remote queues together, for routing by the default exchange."""
+
+    __slots__ = ("_local", "_remote")
+
+    def __init__(self, local: dict[str, ClassicQueue], remote: dict[str, RemoteQueue]) -> None:
+        self._local = local
+        self._remote = remote
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._local or name in self._remote
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

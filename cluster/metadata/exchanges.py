@@ -23,6 +23,7 @@ def declare_exchange(tables: Tables, command: Command) -> tuple[Reply, list[Effe
         "auto_delete": field(command, "auto_delete", bool, False),
         "internal": field(command, "internal", bool, False),
         "arguments": field(command, "arguments", dict, {}),
+        "argument_types": field(command, "argument_types", dict, {}),
     }
     current = tables.exchanges.get((vhost, name))
     if current is not None:

@@ -76,7 +76,10 @@ def queue_record(command: Command) -> Record:
         "auto_delete": field(command, "auto_delete", bool, False),
         "exclusive_owner": field(command, "exclusive_owner", str, None),
         "arguments": field(command, "arguments", dict, {}),
+        # The AMQP type letters of the arguments, for exact equivalence checks on every node.
+        "argument_types": field(command, "argument_types", dict, {}),
         "home_node": field(command, "home_node", str),
+        "home_run": field(command, "home_run", str, ""),
     }
 
 

@@ -7,7 +7,15 @@ import json
 from collections.abc import Callable
 
 from cluster.metadata import access, exchanges, members, policies, queues
-from cluster.metadata.commands import Command, CommandError, Effect, Reply, encode_command, reply
+from cluster.metadata.commands import (
+    Command,
+    CommandError,
+    Effect,
+    Reply,
+    encode_command,
+    field,
+    reply,
+)
 from cluster.metadata.tables import Record, Tables
 
 Handler = Callable[[Tables, Command], tuple[Reply, list[Effect]]]
@@ -19,6 +27,30 @@ HANDLERS: dict[str, Handler] = {
     **policies.HANDLERS,
     **members.HANDLERS,
 }
+
+
+def batch(tables: Tables, command: Command) -> tuple[Reply, list[Effect]]:
+    """Apply several commands as one entry (a node's definitions when it starts sharing them);
+    each gets its own status, and one that cannot be applied changes nothing of its own."""
+    statuses: list[str] = []
+    effects: list[Effect] = []
+    for item in field(command, "commands", list):
+        op = item.get("op") if isinstance(item, dict) else None
+        handler = HANDLERS.get(op) if isinstance(op, str) else None
+        if handler is None:
+            statuses.append("error")
+            continue
+        try:
+            result, item_effects = handler(tables, item)
+        except CommandError:
+            statuses.append("error")
+            continue
+        statuses.append(result["status"])
+        effects.extend(item_effects)
+    return reply("ok", statuses=statuses), effects
+
+
+HANDLERS["batch"] = batch
 
 
 class MetadataState:

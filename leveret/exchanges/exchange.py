@@ -136,6 +136,9 @@ class Exchange:
             self.matcher.remove_binding(binding)
         return list(group)
 
+    def has_binding(self, binding: Binding) -> bool:
+        return binding in self._by_destination.get((binding.destination_kind, binding.destination), ())
+
     def has_bindings(self) -> bool:
         """Whether this exchange is the source of any binding (if-unused, auto-delete)."""
         return bool(self._by_destination)

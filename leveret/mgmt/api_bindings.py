@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -9,6 +10,7 @@ from ..amqp.errors import AMQPError
 from ..declare_rules import EXCHANGE_BIND, EXCHANGE_UNBIND, QUEUE_BIND, QUEUE_UNBIND
 from ..exchanges.base import Binding
 from ..vhost import VirtualHost
+from . import shared_writes
 from .access import login_vhosts
 from .api_exchanges import exchange_name
 from .api_queues import check_permission
@@ -40,7 +42,8 @@ def _ends(ctx: Context, kind_letter: str) -> tuple[VirtualHost, str, str, str]:
     destination = ctx.param("destination")
     kind = _KINDS[kind_letter]
     not_found_unless(source in vhost.exchanges)
-    not_found_unless(destination in (vhost.queues if kind == "queue" else vhost.exchanges))
+    # A queue may live on another node of a cluster (never on a single node).
+    not_found_unless(vhost.has_destination(kind, destination))
     return vhost, source, destination, kind
 
 
@@ -74,7 +77,7 @@ def _lister(kind_letter: str) -> Any:
 
 
 def _creator(kind_letter: str) -> Any:
-    def handler(ctx: Context) -> Reply:
+    def handler(ctx: Context) -> Reply | Awaitable[Reply]:
         vhost = ctx.vhost()
         source = exchange_name(ctx.param("source"))
         destination = ctx.param("destination")
@@ -87,12 +90,17 @@ def _creator(kind_letter: str) -> Any:
         check_permission(ctx, "write", vhost.name, destination, kind)
         check_permission(ctx, "read", vhost.name, source, "exchange")
         method = QUEUE_BIND if kind == "queue" else EXCHANGE_BIND
+        location = quote(destination, safe="") + "/" + properties_key(routing_key, arguments)
+        created = Reply(201, headers=[("location", location)])
+        if ctx.broker.shared is not None:
+            return shared_writes.bind(
+                ctx, vhost, source, destination, kind, routing_key, dict(arguments), method, created
+            )
         try:
             vhost.bind(source, destination, kind, routing_key, dict(arguments), method)
         except AMQPError as error:
             raise from_amqp(error) from None
-        location = quote(destination, safe="") + "/" + properties_key(routing_key, arguments)
-        return Reply(201, headers=[("location", location)])
+        return created
 
     return handler
 
@@ -121,7 +129,7 @@ def _shower(kind_letter: str) -> Any:
 
 
 def _deleter(kind_letter: str) -> Any:
-    def handler(ctx: Context) -> Reply:
+    def handler(ctx: Context) -> Reply | Awaitable[Reply]:
         vhost, shown, binding = _binding_of(ctx, kind_letter)
         kind = shown["destination_type"]
         check_permission(ctx, "write", vhost.name, shown["destination"], kind)
@@ -130,6 +138,8 @@ def _deleter(kind_letter: str) -> Any:
             # The default exchange's implicit bindings cannot be removed.
             raise not_authorised("Access refused.")
         method = QUEUE_UNBIND if kind == "queue" else EXCHANGE_UNBIND
+        if ctx.broker.shared is not None:
+            return shared_writes.unbind(ctx, vhost, binding, method)
         try:
             vhost.unbind(
                 binding.source,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Awaitable
 from typing import Any
 from urllib.parse import quote
 
@@ -10,14 +10,21 @@ from .. import __version__
 from ..amqp.errors import AMQPError
 from ..broker import Broker
 from ..declare_rules import EXCHANGE_BIND, EXCHANGE_DECLARE, QUEUE_BIND, QUEUE_DECLARE
+from ..definitions_registry import PolicyKind
 from ..exchanges.exchange import is_predeclared
+from . import shared_import
 from .access import require_admin, require_vhost
 from .api_policies import apply_parameter
 from .api_queues import ApiOwner
 from .api_users import HASHING_ALGORITHM, apply_permission, apply_topic_permission, apply_user
-from .api_vhosts import parse_tags
 from .context import NO_CONTENT, Context, Reply, Route
-from ..definitions_registry import PolicyKind
+from .definitions_input import (
+    items,
+    key_missing,
+    read_document,
+    vhost_description_and_tags,
+    vhost_of,
+)
 from .errors import ApiError, bad_request
 from .json_values import jsonable
 from .node_view import COMPATIBLE_RABBITMQ_VERSION, PRODUCT_NAME
@@ -160,30 +167,6 @@ def _download(ctx: Context, document: dict[str, Any]) -> Reply:
 # --- import -----------------------------------------------------------------------------------
 
 
-def _document(ctx: Context) -> dict[str, Any]:
-    try:
-        document = json.loads(ctx.request.body or b"{}")
-    except (ValueError, UnicodeDecodeError):
-        raise bad_request("failed_to_parse_json") from None
-    if not isinstance(document, dict):
-        raise bad_request("failed_to_parse_json")
-    return document
-
-
-def _items(document: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    items = document.get(key) or []
-    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
-        raise bad_request(f"{key} should be a list of objects")
-    return items
-
-
-def _vhost_of(ctx: Context, item: dict[str, Any], forced: str | None) -> str:
-    vhost = forced if forced is not None else str(item.get("vhost", "/"))
-    if vhost not in ctx.broker.vhosts:
-        raise ApiError(400, "bad_request", ["no_such_vhost", vhost])
-    return vhost
-
-
 def import_definitions(
     ctx: Context, document: dict[str, Any], forced_vhost: str | None = None
 ) -> None:
@@ -199,31 +182,28 @@ def import_definitions(
 
 def _import_access(ctx: Context, document: dict[str, Any]) -> None:
     registry = ctx.state.registry
-    for user in _items(document, "users"):
+    for user in items(document, "users"):
         apply_user(ctx, str(user["name"]), user)
-    for entry in _items(document, "vhosts"):
+    for entry in items(document, "vhosts"):
         name = str(entry["name"])
         ctx.broker.add_vhost(name)
         metadata = registry.metadata(name)
-        nested = entry.get("metadata")
-        nested = nested if isinstance(nested, dict) else {}
-        description = entry.get("description", nested.get("description"))
-        tags = entry.get("tags", nested.get("tags"))
+        description, tags = vhost_description_and_tags(entry)
         if description is not None:
-            metadata.description = str(description)
+            metadata.description = description
         if tags is not None:
-            metadata.tags = parse_tags(tags)
-    for permission in _items(document, "permissions"):
+            metadata.tags = tags
+    for permission in items(document, "permissions"):
         apply_permission(ctx, str(permission["user"]), str(permission["vhost"]), permission)
-    for topic in _items(document, "topic_permissions"):
+    for topic in items(document, "topic_permissions"):
         apply_topic_permission(ctx, str(topic["user"]), str(topic["vhost"]), topic)
-    for parameter in _items(document, "global_parameters"):
+    for parameter in items(document, "global_parameters"):
         registry.global_parameters[str(parameter["name"])] = parameter.get("value")
 
 
 def _import_policies(ctx: Context, document: dict[str, Any], forced_vhost: str | None) -> None:
-    for parameter in _items(document, "parameters"):
-        vhost_name = _vhost_of(ctx, parameter, forced_vhost)
+    for parameter in items(document, "parameters"):
+        vhost_name = vhost_of(ctx, parameter, forced_vhost)
         apply_parameter(
             ctx, str(parameter["component"]), vhost_name, str(parameter["name"]), parameter
         )
@@ -232,8 +212,8 @@ def _import_policies(ctx: Context, document: dict[str, Any], forced_vhost: str |
         ("operator_policy", "operator_policies"),
     )
     for kind, key in kinds:
-        for item in _items(document, key):
-            vhost_name = _vhost_of(ctx, item, forced_vhost)
+        for item in items(document, key):
+            vhost_name = vhost_of(ctx, item, forced_vhost)
             name = str(item.get("name", ""))
             try:
                 policy = parse_policy(kind, vhost_name, name, item)
@@ -243,8 +223,8 @@ def _import_policies(ctx: Context, document: dict[str, Any], forced_vhost: str |
 
 
 def _import_queues(ctx: Context, document: dict[str, Any], forced_vhost: str | None) -> None:
-    for queue in _items(document, "queues"):
-        vhost = ctx.broker.vhosts[_vhost_of(ctx, queue, forced_vhost)]
+    for queue in items(document, "queues"):
+        vhost = ctx.broker.vhosts[vhost_of(ctx, queue, forced_vhost)]
         name = str(queue["name"])
         if name in vhost.queues:
             continue
@@ -264,8 +244,8 @@ def _import_queues(ctx: Context, document: dict[str, Any], forced_vhost: str | N
 
 
 def _import_exchanges(ctx: Context, document: dict[str, Any], forced_vhost: str | None) -> None:
-    for exchange in _items(document, "exchanges"):
-        vhost = ctx.broker.vhosts[_vhost_of(ctx, exchange, forced_vhost)]
+    for exchange in items(document, "exchanges"):
+        vhost = ctx.broker.vhosts[vhost_of(ctx, exchange, forced_vhost)]
         name = str(exchange["name"])
         if name in vhost.exchanges:
             continue
@@ -285,8 +265,8 @@ def _import_exchanges(ctx: Context, document: dict[str, Any], forced_vhost: str 
 
 
 def _import_bindings(ctx: Context, document: dict[str, Any], forced_vhost: str | None) -> None:
-    for binding in _items(document, "bindings"):
-        vhost = ctx.broker.vhosts[_vhost_of(ctx, binding, forced_vhost)]
+    for binding in items(document, "bindings"):
+        vhost = ctx.broker.vhosts[vhost_of(ctx, binding, forced_vhost)]
         kind = str(binding.get("destination_type", "queue"))
         source, destination = str(binding["source"]), str(binding["destination"])
         ends = vhost.queues if kind == "queue" else vhost.exchanges
@@ -306,30 +286,33 @@ def _import_bindings(ctx: Context, document: dict[str, Any], forced_vhost: str |
             raise bad_request(error.text) from None
 
 
-def _import(ctx: Context, document: dict[str, Any], forced_vhost: str | None) -> None:
+def _import(
+    ctx: Context, document: dict[str, Any], forced_vhost: str | None
+) -> Reply | Awaitable[Reply]:
+    if ctx.broker.shared is not None:
+        return shared_import.import_definitions(ctx, document, forced_vhost)
     try:
         import_definitions(ctx, document, forced_vhost)
     except KeyError as missing:
-        raise bad_request(f"[{{key_missing,{missing.args[0]}}}]") from None
-
-
-def import_all(ctx: Context) -> Reply:
-    require_admin(ctx.caller)
-    _import(ctx, _document(ctx), None)
+        raise key_missing(missing) from None
     return Reply(NO_CONTENT)
 
 
-def import_vhost(ctx: Context) -> Reply:
+def import_all(ctx: Context) -> Reply | Awaitable[Reply]:
+    require_admin(ctx.caller)
+    return _import(ctx, read_document(ctx), None)
+
+
+def import_vhost(ctx: Context) -> Reply | Awaitable[Reply]:
     require_admin(ctx.caller)
     vhost = ctx.param("vhost")
     if vhost not in ctx.broker.vhosts:
         raise ApiError(404, "not_found", "vhost_not_found")
     require_vhost(ctx.broker, ctx.caller, vhost)
-    _import(ctx, _document(ctx), vhost)
-    return Reply(NO_CONTENT)
+    return _import(ctx, read_document(ctx), vhost)
 
 
-ROUTES = [
+ROUTES: list[Route] = [
     Route("api/definitions", {"GET": export_all, "POST": import_all}),
     Route("api/definitions/{vhost}", {"GET": export_vhost, "POST": import_vhost}),
 ]

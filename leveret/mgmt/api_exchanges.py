@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ..amqp.errors import AMQPError
 from ..declare_rules import BASIC_PUBLISH, EXCHANGE_DECLARE, EXCHANGE_DELETE
+from . import shared_writes
 from .access import login_vhosts
 from .api_queues import check_permission, truthy
 from .context import (
@@ -69,7 +71,7 @@ def show(ctx: Context) -> Reply:
     )
 
 
-def declare(ctx: Context) -> Reply:
+def declare(ctx: Context) -> Reply | Awaitable[Reply]:
     vhost = ctx.vhost()
     name = exchange_name(ctx.param("name"))
     body = ctx.json_body()
@@ -77,15 +79,24 @@ def declare(ctx: Context) -> Reply:
     if not isinstance(arguments, dict):
         raise bad_request("arguments should be an object")
     check_permission(ctx, "configure", vhost.name, name, "exchange")
+    type_name = str(body.get("type", "direct"))
+    durable = truthy(body.get("durable", False))
+    auto_delete = truthy(body.get("auto_delete", False))
+    internal = truthy(body.get("internal", False))
+    if ctx.broker.shared is not None:
+        return shared_writes.declare_exchange(
+            ctx, vhost, name, type_name, durable=durable, auto_delete=auto_delete,
+            internal=internal, arguments=dict(arguments),
+        )
     existed = name in vhost.exchanges
     try:
         vhost.declare_exchange(
             name,
-            str(body.get("type", "direct")),
+            type_name,
             passive=False,
-            durable=truthy(body.get("durable", False)),
-            auto_delete=truthy(body.get("auto_delete", False)),
-            internal=truthy(body.get("internal", False)),
+            durable=durable,
+            auto_delete=auto_delete,
+            internal=internal,
             arguments=dict(arguments),
             method=EXCHANGE_DECLARE,
         )
@@ -96,13 +107,14 @@ def declare(ctx: Context) -> Reply:
     return created_or_updated(not existed)
 
 
-def delete(ctx: Context) -> Reply:
+def delete(ctx: Context) -> Reply | Awaitable[Reply]:
     vhost, exchange = _exchange(ctx)
     check_permission(ctx, "configure", vhost.name, exchange.name, "exchange")
+    if_unused = truthy(ctx.query.get("if-unused"))
+    if ctx.broker.shared is not None:
+        return shared_writes.delete_exchange(ctx, vhost, exchange, if_unused)
     try:
-        vhost.delete_exchange(
-            exchange.name, if_unused=truthy(ctx.query.get("if-unused")), method=EXCHANGE_DELETE
-        )
+        vhost.delete_exchange(exchange.name, if_unused=if_unused, method=EXCHANGE_DELETE)
     except AMQPError as error:
         raise from_amqp(error) from None
     ctx.state.actors.pop(("exchange", vhost.name, exchange.name), None)

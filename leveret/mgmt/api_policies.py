@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
+from ..definitions_registry import Parameter, Policy, PolicyKind
+from . import shared_writes
 from .access import login_vhosts, require_admin, require_policymaker, require_vhost
 from .context import (
     NO_CONTENT,
@@ -15,7 +18,6 @@ from .context import (
     ok,
     require_keys,
 )
-from ..definitions_registry import Parameter, Policy, PolicyKind
 from .errors import ApiError, bad_request
 from .listing import list_response
 from .policy_validation import PolicyInvalid, parse_policy
@@ -60,7 +62,7 @@ def _policy_routes(kind: PolicyKind, prefix: str) -> list[Route]:
         assert policy is not None
         return ok(policy.as_json())
 
-    def put(ctx: Context) -> Reply:
+    def put(ctx: Context) -> Reply | Awaitable[Reply]:
         authorise_write(ctx)
         vhost = ctx.param("vhost")
         if vhost not in ctx.broker.vhosts:
@@ -70,12 +72,16 @@ def _policy_routes(kind: PolicyKind, prefix: str) -> list[Route]:
             policy = parse_policy(kind, vhost, ctx.param("name"), ctx.json_body())
         except PolicyInvalid as invalid:
             raise bad_request(str(invalid)) from None
+        if ctx.broker.shared is not None:
+            return shared_writes.set_policy(ctx, kind, policy)
         return created_or_updated(ctx.state.registry.set_policy(kind, policy))
 
-    def delete(ctx: Context) -> Reply:
+    def delete(ctx: Context) -> Reply | Awaitable[Reply]:
         authorise_write(ctx)
         vhost = ctx.param("vhost")
         require_vhost(ctx.broker, ctx.caller, vhost)
+        if ctx.broker.shared is not None:
+            return shared_writes.clear_policy(ctx, kind, vhost, ctx.param("name"))
         not_found_unless(ctx.state.registry.clear_policy(kind, vhost, ctx.param("name")))
         return Reply(NO_CONTENT)
 
@@ -122,32 +128,47 @@ def show_parameter(ctx: Context) -> Reply:
     return ok(found.as_json())
 
 
-def apply_parameter(
+def checked_parameter(
     ctx: Context, component: str, vhost: str, name: str, body: dict[str, Any]
-) -> bool:
+) -> Parameter:
+    """The parameter a PUT body (or definitions entry) sets, or the 400 RabbitMQ answers."""
     require_keys(body, "value")
     problem = ctx.state.registry.validate_parameter(component, vhost, name, body["value"])
     if problem is not None:
         raise bad_request(_VALIDATION_FAILED.format(problem))
-    return ctx.state.registry.set_parameter(Parameter(component, vhost, name, body["value"]))
+    return Parameter(component, vhost, name, body["value"])
 
 
-def put_parameter(ctx: Context) -> Reply:
+def apply_parameter(
+    ctx: Context, component: str, vhost: str, name: str, body: dict[str, Any]
+) -> bool:
+    parameter = checked_parameter(ctx, component, vhost, name, body)
+    return ctx.state.registry.set_parameter(parameter)
+
+
+def put_parameter(ctx: Context) -> Reply | Awaitable[Reply]:
     require_policymaker(ctx.caller)
     vhost = ctx.param("vhost")
     if vhost not in ctx.broker.vhosts:
         raise ApiError(404, "not_found", "vhost_not_found")
     require_vhost(ctx.broker, ctx.caller, vhost)
+    if ctx.broker.shared is not None:
+        parameter = checked_parameter(
+            ctx, ctx.param("component"), vhost, ctx.param("name"), ctx.json_body()
+        )
+        return shared_writes.set_parameter(ctx, parameter)
     created = apply_parameter(
         ctx, ctx.param("component"), vhost, ctx.param("name"), ctx.json_body()
     )
     return created_or_updated(created)
 
 
-def delete_parameter(ctx: Context) -> Reply:
+def delete_parameter(ctx: Context) -> Reply | Awaitable[Reply]:
     require_policymaker(ctx.caller)
     vhost = ctx.param("vhost")
     require_vhost(ctx.broker, ctx.caller, vhost)
+    if ctx.broker.shared is not None:
+        return shared_writes.clear_parameter(ctx, ctx.param("component"), vhost, ctx.param("name"))
     not_found_unless(
         ctx.state.registry.clear_parameter(ctx.param("component"), vhost, ctx.param("name"))
     )
@@ -174,20 +195,24 @@ def show_global(ctx: Context) -> Reply:
     return ok({"name": name, "value": table[name]})
 
 
-def put_global(ctx: Context) -> Reply:
+def put_global(ctx: Context) -> Reply | Awaitable[Reply]:
     require_admin(ctx.caller)
     body = ctx.json_body()
     require_keys(body, "value")
     name = ctx.param("name")
+    if ctx.broker.shared is not None:
+        return shared_writes.set_global_parameter(ctx, name, body["value"])
     table = ctx.state.registry.global_parameters
     created = name not in table
     table[name] = body["value"]
     return created_or_updated(created)
 
 
-def delete_global(ctx: Context) -> Reply:
+def delete_global(ctx: Context) -> Reply | Awaitable[Reply]:
     require_admin(ctx.caller)
     name = ctx.param("name")
+    if ctx.broker.shared is not None:
+        return shared_writes.clear_global_parameter(ctx, name)
     table = ctx.state.registry.global_parameters
     not_found_unless(name in table)
     del table[name]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ..amqp.errors import AMQPError
 from ..declare_rules import MAX_NAME_BYTES, QUEUE_DECLARE
+from . import shared_writes
 from .access import login_vhosts
 from .context import (
     NO_CONTENT,
@@ -101,7 +103,7 @@ def show(ctx: Context) -> Reply:
     return ok(select_columns(shown, ctx.query.get("columns")))
 
 
-def declare(ctx: Context) -> Reply:
+def declare(ctx: Context) -> Reply | Awaitable[Reply]:
     vhost = ctx.vhost()
     name = ctx.param("name")
     size = len(name.encode("utf-8"))
@@ -112,14 +114,20 @@ def declare(ctx: Context) -> Reply:
     if not isinstance(arguments, dict):
         raise bad_request("arguments should be an object")
     check_permission(ctx, "configure", vhost.name, name, "queue")
+    durable = truthy(body.get("durable", False))
+    auto_delete = truthy(body.get("auto_delete", False))
+    if ctx.broker.shared is not None:
+        return shared_writes.declare_queue(
+            ctx, vhost, name, durable=durable, auto_delete=auto_delete, arguments=dict(arguments)
+        )
     existed = name in vhost.queues
     try:
         vhost.declare_queue(
             name,
             passive=False,
-            durable=truthy(body.get("durable", False)),
+            durable=durable,
             exclusive=False,
-            auto_delete=truthy(body.get("auto_delete", False)),
+            auto_delete=auto_delete,
             arguments=dict(arguments),
             owner=ApiOwner(),
             method=QUEUE_DECLARE,
@@ -129,16 +137,36 @@ def declare(ctx: Context) -> Reply:
     return created_or_updated(not existed)
 
 
-def delete(ctx: Context) -> Reply:
+def delete(ctx: Context) -> Reply | Awaitable[Reply]:
+    if ctx.broker.shared is not None:
+        return _delete_shared(ctx)
     queue = _queue(ctx)
     check_permission(ctx, "configure", queue.vhost, queue.name, "queue")
+    _check_deletable(ctx, queue)
+    ctx.broker.vhosts[queue.vhost].delete_queue(queue.name)
+    return Reply(NO_CONTENT)
+
+
+def _check_deletable(ctx: Context, queue: ClassicQueue) -> None:
+    """The if-unused and if-empty conditions of a DELETE."""
     where = f"queue '{queue.name}' in vhost '{queue.vhost}'"
     if truthy(ctx.query.get("if-unused")) and queue.consumer_count:
         raise bad_request(f"{where} in use")
     if truthy(ctx.query.get("if-empty")) and queue.message_count:
         raise bad_request(f"{where} not empty")
-    ctx.broker.vhosts[queue.vhost].delete_queue(queue.name)
-    return Reply(NO_CONTENT)
+
+
+def _delete_shared(ctx: Context) -> Awaitable[Reply]:
+    """DELETE on a clustered node, where the queue may live on another node."""
+    vhost = ctx.vhost()
+    name = ctx.param("name")
+    queue = vhost.queues.get(name)
+    not_found_unless(queue is not None or name in vhost.remote_queues)
+    check_permission(ctx, "configure", vhost.name, name, "queue")
+    if queue is not None:
+        # Counts are known where a queue lives: this node checks only the queues it is home to.
+        _check_deletable(ctx, queue)
+    return shared_writes.delete_queue(ctx, vhost, name)
 
 
 def purge(ctx: Context) -> Reply:

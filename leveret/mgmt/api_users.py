@@ -5,9 +5,12 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..broker import Permission
+from . import shared_writes
 from .access import require_admin, require_vhost
 from .api_vhosts import parse_tags
 from .broker_ops import clear_permissions, delete_user, put_user
@@ -80,8 +83,17 @@ def show_user(ctx: Context) -> Reply:
     return ok(user_json(user, ctx.state.registry.user_limits.get(user.name)))
 
 
-def apply_user(ctx: Context, name: str, body: dict[str, Any]) -> bool:
-    """Create or update a user from a PUT body or a definitions entry; True if created."""
+@dataclass(frozen=True, slots=True)
+class UserChange:
+    """What a user's PUT body (or definitions entry) asks for, validated."""
+
+    tags: list[str]
+    password: str | None
+    password_hash: str | None
+
+
+def checked_user(body: dict[str, Any]) -> UserChange:
+    """The change a user's PUT body asks for, or the 400 RabbitMQ answers."""
     if "tags" not in body:
         raise bad_request("tags_not_present")
     password = body.get("password")
@@ -101,25 +113,39 @@ def apply_user(ctx: Context, name: str, body: dict[str, Any]) -> bool:
     algorithm = body.get("hashing_algorithm", HASHING_ALGORITHM)
     if password_hash and algorithm != HASHING_ALGORITHM:
         raise bad_request(f"unsupported hashing algorithm {algorithm}")
+    return UserChange(parse_tags(body["tags"]), password, password_hash)
+
+
+def apply_user(ctx: Context, name: str, body: dict[str, Any]) -> bool:
+    """Create or update a user from a PUT body or a definitions entry; True if created."""
+    change = checked_user(body)
     return put_user(
-        ctx.broker, name, parse_tags(body["tags"]), password=password, password_hash=password_hash
+        ctx.broker,
+        name,
+        change.tags,
+        password=change.password,
+        password_hash=change.password_hash,
     )
 
 
-def put_user_handler(ctx: Context) -> Reply:
+def put_user_handler(ctx: Context) -> Reply | Awaitable[Reply]:
     require_admin(ctx.caller)
+    if ctx.broker.shared is not None:
+        return shared_writes.put_user(ctx, ctx.param("user"), checked_user(ctx.json_body()))
     return created_or_updated(apply_user(ctx, ctx.param("user"), ctx.json_body()))
 
 
-def delete_user_handler(ctx: Context) -> Reply:
+def delete_user_handler(ctx: Context) -> Reply | Awaitable[Reply]:
     require_admin(ctx.caller)
     user = _user(ctx)
+    if ctx.broker.shared is not None:
+        return shared_writes.delete_user(ctx, user.name)
     delete_user(ctx.broker, user.name)
     ctx.state.registry.forget_user(user.name)
     return Reply(NO_CONTENT)
 
 
-def bulk_delete(ctx: Context) -> Reply:
+def bulk_delete(ctx: Context) -> Reply | Awaitable[Reply]:
     require_admin(ctx.caller)
     body = ctx.json_body()
     require_keys(body, "users")
@@ -129,6 +155,8 @@ def bulk_delete(ctx: Context) -> Reply:
     for name in names:
         if name not in ctx.broker.users:
             raise ApiError(400, "bad_request", ["no_such_user", name])
+    if ctx.broker.shared is not None:
+        return shared_writes.delete_users(ctx, names)
     for name in names:
         delete_user(ctx.broker, name)
         ctx.state.registry.forget_user(name)
@@ -186,7 +214,8 @@ def _regex_problem(pattern: str) -> str | None:
     return None
 
 
-def apply_permission(ctx: Context, user: str, vhost: str, body: dict[str, Any]) -> bool:
+def checked_permission(ctx: Context, user: str, vhost: str, body: dict[str, Any]) -> Permission:
+    """The permission a PUT body (or definitions entry) grants, or the 400 RabbitMQ answers."""
     require_keys(body, "configure", "write", "read")
     if user not in ctx.broker.users or vhost not in ctx.broker.vhosts:
         raise bad_request("vhost_or_user_not_found")
@@ -197,20 +226,30 @@ def apply_permission(ctx: Context, user: str, vhost: str, body: dict[str, Any]) 
         problem = _regex_problem(pattern)
         if problem is not None:
             raise bad_request(problem)
+    return Permission(*patterns)
+
+
+def apply_permission(ctx: Context, user: str, vhost: str, body: dict[str, Any]) -> bool:
+    permission = checked_permission(ctx, user, vhost, body)
     created = (user, vhost) not in ctx.broker.permissions
-    ctx.broker.set_permissions(user, vhost, Permission(*patterns))
+    ctx.broker.set_permissions(user, vhost, permission)
     return created
 
 
-def put_permission(ctx: Context) -> Reply:
+def put_permission(ctx: Context) -> Reply | Awaitable[Reply]:
     require_admin(ctx.caller)
     user, vhost = _permission_key(ctx)
+    if ctx.broker.shared is not None:
+        permission = checked_permission(ctx, user, vhost, ctx.json_body())
+        return shared_writes.set_permissions(ctx, user, vhost, permission)
     return created_or_updated(apply_permission(ctx, user, vhost, ctx.json_body()))
 
 
-def delete_permission(ctx: Context) -> Reply:
+def delete_permission(ctx: Context) -> Reply | Awaitable[Reply]:
     require_admin(ctx.caller)
     user, vhost = _permission_key(ctx)
+    if ctx.broker.shared is not None:
+        return shared_writes.clear_permissions(ctx, user, vhost)
     not_found_unless(clear_permissions(ctx.broker, user, vhost))
     return Reply(NO_CONTENT)
 
@@ -291,7 +330,7 @@ def delete_topic_permissions(ctx: Context) -> Reply:
     return Reply(NO_CONTENT)
 
 
-ROUTES = [
+ROUTES: list[Route] = [
     Route("api/users", {"GET": list_users}),
     Route("api/users/without-permissions", {"GET": users_without_permissions}),
     Route("api/users/bulk-delete", {"POST": bulk_delete}),

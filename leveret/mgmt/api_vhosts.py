@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..broker import Permission
+from . import shared_writes
 from .access import require_admin, visible_vhosts
 from .broker_ops import delete_vhost
 from .context import NO_CONTENT, Context, Reply, Route, created_or_updated, not_found_unless, ok
@@ -28,6 +31,26 @@ def parse_tags(value: Any) -> list[str]:
     if isinstance(value, list) and all(isinstance(tag, str) for tag in value):
         return [tag.strip() for tag in value if tag.strip()]
     raise bad_request(f"invalid tags {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class VhostChange:
+    """What a vhost's PUT body asks for, validated; None where the body leaves a field alone."""
+
+    description: str | None
+    tags: list[str] | None
+    tracing: bool | None
+    default_queue_type: str | None
+
+
+def checked_vhost(body: dict[str, Any]) -> VhostChange:
+    default_queue_type = body.get("default_queue_type")
+    return VhostChange(
+        str(body["description"]) if "description" in body else None,
+        parse_tags(body["tags"]) if "tags" in body else None,
+        body["tracing"] is True if "tracing" in body else None,
+        default_queue_type if isinstance(default_queue_type, str) else None,
+    )
 
 
 def vhost_json(
@@ -80,10 +103,12 @@ def show(ctx: Context) -> Reply:
     return ok(select_columns(vhost_json(ctx, name, ctx.state.figures()), ctx.query.get("columns")))
 
 
-def put(ctx: Context) -> Reply:
+def put(ctx: Context) -> Reply | Awaitable[Reply]:
     require_admin(ctx.caller)
     name = ctx.param("vhost")
     body = ctx.json_body()
+    if ctx.broker.shared is not None:
+        return shared_writes.put_vhost(ctx, name, checked_vhost(body))
     created = name not in ctx.broker.vhosts
     metadata = ctx.state.registry.metadata(name)
     if "description" in body:
@@ -99,16 +124,18 @@ def put(ctx: Context) -> Reply:
     return created_or_updated(created)
 
 
-def delete(ctx: Context) -> Reply:
+def delete(ctx: Context) -> Reply | Awaitable[Reply]:
     require_admin(ctx.caller)
     name = ctx.param("vhost")
     not_found_unless(name in ctx.broker.vhosts)
+    if ctx.broker.shared is not None:
+        return shared_writes.delete_vhost(ctx, name)
     delete_vhost(ctx.broker, name)
     ctx.state.registry.forget_vhost(name)
     return Reply(NO_CONTENT)
 
 
-ROUTES = [
+ROUTES: list[Route] = [
     Route("api/vhosts", {"GET": list_vhosts}),
     Route("api/vhosts/{vhost}", {"GET": show, "PUT": put, "DELETE": delete}),
 ]

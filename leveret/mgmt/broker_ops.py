@@ -39,16 +39,25 @@ def put_user(
     """Create or update a user; True if created. Without a password or hash, the old one stays
     (a new user then gets one that matches no password, so it cannot log in with one)."""
     existing = broker.users.get(name)
-    if password is not None:
-        password_hash = hash_password(password)
-    if password_hash is None:
-        password_hash = existing.password_hash if existing is not None else ""
+    password_hash = new_password_hash(existing, password, password_hash)
     user = broker.users[name] = User(name, password_hash, list(tags))
     if broker.definitions is not None:
         broker.definitions.put(
             {"kind": "user", "name": name, "password_hash": user.password_hash, "tags": user.tags}
         )
     return existing is None
+
+
+def new_password_hash(
+    existing: User | None, password: str | None, password_hash: str | None
+) -> str:
+    """The hash a user gets from a PUT: of the password, the hash given, or else the old one
+    (a new user then gets one that matches no password)."""
+    if password is not None:
+        return hash_password(password)
+    if password_hash is not None:
+        return password_hash
+    return existing.password_hash if existing is not None else ""
 
 
 def delete_user(broker: Broker, name: str) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +82,8 @@ def require_keys(document: Mapping[str, Any], *keys: str) -> None:
         raise bad_request(key_missing_reason(missing))
 
 
-Handler = Callable[[Context], Reply]
+# A handler that must wait (for the cluster to decide a change) returns an awaitable reply.
+Handler = Callable[[Context], Reply | Awaitable[Reply]]
 
 
 @dataclass(frozen=True, slots=True)

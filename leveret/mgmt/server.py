@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections import ChainMap
-from collections.abc import Iterable, Mapping
+from collections import ChainMap, deque
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..shared_metadata import MetadataUnavailable
 from .access import authenticate
 from .context import Context, Reply, Route
 from .errors import ApiError, method_not_allowed, object_not_found
@@ -38,17 +39,45 @@ class ManagementApp:
         self.broker = broker
         self.state = state
         self.router = Router(routes)
+        # Replies being awaited: the loop keeps only weak references to tasks, and a client
+        # that hangs up must not cut a definition change short.
+        self._awaited: set[asyncio.Task[Reply]] = set()
 
-    def handle(self, request: Request, peer_host: str) -> Reply:
+    def handle(self, request: Request, peer_host: str) -> Reply | Awaitable[Reply]:
+        """The reply, or an awaitable of it (which never raises) when a handler must wait."""
         try:
-            return self._dispatch(request, peer_host)
-        except ApiError as error:
-            return Reply(error.status, error.body(), list(error.headers))
+            answer = self._dispatch(request, peer_host)
+        except (ApiError, MetadataUnavailable) as error:
+            return _refusal(error)
         except Exception:
             log.exception("management request %s %s failed", request.method, request.path)
-            return Reply(500, {"error": "internal_error", "reason": "see the node's log"})
+            return _internal_error()
+        if isinstance(answer, Reply):
+            return answer
+        return self._settle(request, answer)
 
-    def _dispatch(self, request: Request, peer_host: str) -> Reply:
+    def start_awaiting(self, pending: Awaitable[Reply]) -> asyncio.Task[Reply]:
+        """A task for a reply `handle` returned as an awaitable, kept until it is done."""
+        task = asyncio.ensure_future(pending)
+        self._awaited.add(task)
+        task.add_done_callback(self._awaited.discard)
+        return task
+
+    def stop_awaiting(self) -> None:
+        """The node stops: nobody is left to hear these replies."""
+        for task in list(self._awaited):
+            task.cancel()
+
+    async def _settle(self, request: Request, pending: Awaitable[Reply]) -> Reply:
+        try:
+            return await pending
+        except (ApiError, MetadataUnavailable) as error:
+            return _refusal(error)
+        except Exception:
+            log.exception("management request %s %s failed", request.method, request.path)
+            return _internal_error()
+
+    def _dispatch(self, request: Request, peer_host: str) -> Reply | Awaitable[Reply]:
         try:
             segments = split_path(request.path)
         except UnicodeDecodeError:
@@ -84,6 +113,17 @@ class ManagementApp:
         return handler(Context(self.broker, self.state, request, caller, params, peer_host))
 
 
+def _internal_error() -> Reply:
+    return Reply(500, {"error": "internal_error", "reason": "see the node's log"})
+
+
+def _refusal(error: ApiError | MetadataUnavailable) -> Reply:
+    if isinstance(error, MetadataUnavailable):
+        # The cluster could not decide the change (no majority): a client may retry later.
+        return Reply(503, {"error": "unavailable", "reason": str(error)})
+    return Reply(error.status, error.body(), list(error.headers))
+
+
 def _encode(reply: Reply, keep_alive: bool, head_only: bool) -> bytes:
     headers = list(_COMMON_HEADERS) + reply.headers
     if reply.raw is not None:
@@ -101,7 +141,11 @@ def _encode(reply: Reply, keep_alive: bool, head_only: bool) -> bytes:
 
 
 class ManagementProtocol(asyncio.Protocol):
-    """One HTTP/1.1 client connection; requests are answered in order, synchronously."""
+    """One HTTP/1.1 client connection; pipelined requests are answered strictly in order.
+
+    While a reply is awaited (a definition change the cluster decides), the requests behind it
+    wait in a queue and reading stops, so a client cannot pile up work meanwhile.
+    """
 
     def __init__(self, app: ManagementApp) -> None:
         self.app = app
@@ -110,6 +154,10 @@ class ManagementProtocol(asyncio.Protocol):
         self.peer_host = ""
         self._idle: asyncio.TimerHandle | None = None
         self._closing = False
+        # Parsed but not yet answered; an HttpError ends the connection when its turn comes.
+        self._queued: deque[Request | ContinueExpected | HttpError] = deque()
+        self._awaiting: asyncio.Task[Reply] | None = None
+        self._writing_paused = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -120,15 +168,25 @@ class ManagementProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
+        self._queued.clear()
         if self._idle is not None:
             self._idle.cancel()
 
     def pause_writing(self) -> None:
-        if self.transport is not None:
-            self.transport.pause_reading()
+        self._writing_paused = True
+        self._follow_reading()
 
     def resume_writing(self) -> None:
-        if self.transport is not None and not self._closing:
+        self._writing_paused = False
+        self._follow_reading()
+
+    def _follow_reading(self) -> None:
+        """Read only while our output drains and no reply is awaited."""
+        if self.transport is None or self._closing:
+            return
+        if self._writing_paused or self._awaiting is not None:
+            self.transport.pause_reading()
+        else:
             self.transport.resume_reading()
 
     def _arm_idle_timer(self) -> None:
@@ -146,33 +204,76 @@ class ManagementProtocol(asyncio.Protocol):
             return
         self._arm_idle_timer()
         try:
-            events = self.parser.feed(data)
+            self._queued.extend(self.parser.feed(data))
         except HttpError as error:
-            body = json.dumps({"error": "bad_request", "reason": error.text}).encode()
-            self.transport.write(
-                encode_response(
-                    error.status, body, [("content-type", "application/json")], keep_alive=False
-                )
-            )
+            self._queued.append(error)
+        self._answer_queued()
+
+    def _answer_queued(self) -> None:
+        while self._queued and self._awaiting is None and not self._closing:
+            event = self._queued.popleft()
+            if isinstance(event, HttpError):
+                self._refuse(event)
+                return
+            if isinstance(event, ContinueExpected):
+                self._write(CONTINUE)
+                continue
+            answer = self.app.handle(event, self.peer_host)
+            if isinstance(answer, Reply):
+                self._send(event, answer)
+            else:
+                self._await(event, answer)
+
+    def _await(self, request: Request, pending: Awaitable[Reply]) -> None:
+        task = self.app.start_awaiting(pending)
+        self._awaiting = task
+        # A slow decision is not an idle client: the timer starts again with the reply.
+        if self._idle is not None:
+            self._idle.cancel()
+        self._follow_reading()
+        task.add_done_callback(lambda done: self._reply_ready(request, done))
+
+    def _reply_ready(self, request: Request, task: asyncio.Task[Reply]) -> None:
+        self._awaiting = None
+        if self._closing:
+            return
+        if task.cancelled():
             self._close()
             return
-        for event in events:
-            if isinstance(event, ContinueExpected):
-                self.transport.write(CONTINUE)
-                continue
-            reply = self.app.handle(event, self.peer_host)
-            self.transport.write(_encode(reply, event.keep_alive, event.method == "HEAD"))
-            if not event.keep_alive:
-                self._close()
-                return
+        self._arm_idle_timer()
+        self._send(request, task.result())
+        self._follow_reading()
+        self._answer_queued()
+
+    def _send(self, request: Request, reply: Reply) -> None:
+        self._write(_encode(reply, request.keep_alive, request.method == "HEAD"))
+        if not request.keep_alive:
+            self._close()
+
+    def _refuse(self, error: HttpError) -> None:
+        body = json.dumps({"error": "bad_request", "reason": error.text}).encode()
+        self._write(
+            encode_response(
+                error.status, body, [("content-type", "application/json")], keep_alive=False
+            )
+        )
+        self._close()
+
+    def _write(self, data: bytes) -> None:
+        if self.transport is not None:
+            self.transport.write(data)
 
 
 class ManagementServer(asyncio.AbstractServer):
-    """The listening server; closing it also stops the statistics sampler."""
+    """The listening server; closing it also stops the statistics sampler and the replies
+    still awaited."""
 
-    def __init__(self, server: asyncio.base_events.Server, state: ManagementState) -> None:
+    def __init__(
+        self, server: asyncio.base_events.Server, state: ManagementState, app: ManagementApp
+    ) -> None:
         self._server = server
         self._state = state
+        self._app = app
         self._closed = False
 
     @property
@@ -183,6 +284,7 @@ class ManagementServer(asyncio.AbstractServer):
         if not self._closed:
             self._closed = True
             self._state.server_stopped()
+            self._app.stop_awaiting()
         self._server.close()
 
     async def wait_closed(self) -> None:
@@ -230,4 +332,4 @@ async def start_management(
     state.listeners = ChainMap({"mgmt": bound}, base)  # type: ignore[arg-type]  # read only
     state.server_started()
     log.info("management API listening on %s:%d", host, bound)
-    return ManagementServer(server, state)
+    return ManagementServer(server, state, app)

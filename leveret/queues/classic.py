@@ -85,6 +85,7 @@ class ClassicQueue:
         self.argument_types: dict[str, str] = {}
         self.single_active_consumer = self.arguments.get("x-single-active-consumer") is True
         self.deleted = False
+        self.deleted_message_count = 0  # the ready messages it held when deleted
         self.unacked = 0
         self.had_consumers = False
         self.decorators: list[QueueDecorator] = []
@@ -489,6 +490,7 @@ class ClassicQueue:
         """Mark deleted, cancel consumers; returns the ready message count."""
         count = self.message_count
         self.deleted = True
+        self.deleted_message_count = count
         consumers, self._consumers, self._groups = self._consumers, [], []
         for consumer in consumers:
             consumer.sink.consumer_cancelled_by_node(consumer)

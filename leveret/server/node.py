@@ -9,7 +9,7 @@ import os
 import signal
 from pathlib import Path
 
-from cluster.plugin import ClusterPlugin, start_cluster  # cluster edit
+from cluster.plugin import ClusterPlugin
 
 from ..broker import Broker
 from ..config import Config
@@ -34,11 +34,17 @@ class Node:
         self._servers: list[asyncio.Server] = []
         self._monitor: MemoryMonitor | None = None
         self._disk_task: asyncio.Task[None] | None = None
-        self.cluster: ClusterPlugin | None = None  # cluster edit
+        self.cluster: ClusterPlugin | None = None
 
     async def start(self) -> None:
         config = self.config
-        self.broker.recover()
+        # The definitions come from this node's journal while it runs alone, from the cluster's
+        # replicated store once it belongs to a cluster (which the cluster plugin knows).
+        self.cluster = ClusterPlugin(config, self.broker)
+        if not self.cluster.shares_definitions:
+            self.broker.recover()
+        await self.cluster.start()
+        self.ports["cluster"] = self.cluster.port
         self._disk_task = asyncio.get_running_loop().create_task(self._watch_disk())
         loop = asyncio.get_running_loop()
         amqp = await loop.create_server(
@@ -49,9 +55,6 @@ class Node:
         mgmt = await start_management(self.broker, config.bind, config.mgmt_port, listeners=self.ports)
         self._servers.append(mgmt)  # type: ignore[arg-type]
         self.ports["mgmt"] = mgmt.sockets[0].getsockname()[1]
-        # Cluster edit: membership, replicated metadata and gossip on the cluster port.
-        self.cluster = await start_cluster(config, self.broker)
-        self.ports["cluster"] = self.cluster.port
         if config.memory_high_watermark:
             self._monitor = MemoryMonitor(self.broker, config.memory_high_watermark)
             self._monitor.start()
@@ -60,7 +63,7 @@ class Node:
             _write_atomically(Path(config.ports_file), json.dumps(self.ports))
 
     async def stop(self) -> None:
-        if self.cluster is not None:  # cluster edit: hands Raft leadership over first
+        if self.cluster is not None:  # hands Raft leadership over first
             await self.cluster.stop()
         if self._monitor is not None:
             self._monitor.stop()

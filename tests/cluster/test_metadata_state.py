@@ -357,7 +357,9 @@ def test_replies_are_copies_the_caller_may_change() -> None:
         "auto_delete": False,
         "exclusive_owner": None,
         "arguments": {"x-max-length": 1},
+        "argument_types": {},
         "home_node": "n1",
+        "home_run": "",
     }
 
 

@@ -1,0 +1,261 @@
+"""Keeps a clustered node's broker model equal to the replicated metadata.
+
+Committed commands reach every node as effects naming what changed; for each, the mirror reads
+the record from the metadata and makes the local model match it (create, replace or remove), so
+applying an effect twice, or after a snapshot, does no harm. Queues whose home is this node run
+here (durable ones with their messages on disk); the others are known as `RemoteQueue`s.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from cluster.metadata import MetadataState
+from cluster.metadata.commands import Effect
+from leveret.auth import User
+from leveret.broker import Broker, Permission
+from leveret.definitions_log import decode_arguments
+from leveret.definitions_registry import Parameter, Policy
+from leveret.mgmt.broker_ops import delete_vhost
+from leveret.names import RUN_ID
+from leveret.queues.remote import RemoteQueue
+from leveret.shared_commands import binding_of, delete_queue, exchange_decl, queue_decl
+from leveret.shared_metadata import SharedMetadata
+from leveret.vhost import VirtualHost
+
+log = logging.getLogger(__name__)
+
+Record = dict[str, Any]
+
+_POLICY_KINDS = {"policy_changed": "policy", "operator_policy_changed": "operator_policy"}
+
+
+class BrokerMirror:
+    """Applies the replicated metadata to one node's broker."""
+
+    def __init__(self, broker: Broker, shared: SharedMetadata, state: Callable[[], MetadataState]) -> None:
+        self._broker = broker
+        self._shared = shared
+        self._state = state
+        self._node = shared.node_name
+
+    # -- everything at once ----------------------------------------------------------------
+
+    def rebuild(self) -> None:
+        """Make the whole model match the metadata (at boot, and after a snapshot arrived)."""
+        state, broker = self._state(), self._broker
+        wanted = {record["name"] for record in state.vhosts()}
+        for name in [name for name in broker.vhosts if name not in wanted]:
+            delete_vhost(broker, name)
+        broker.users = {
+            r["name"]: User(r["name"], r["password_hash"], list(r["tags"])) for r in state.users()
+        }
+        broker.permissions = {
+            (r["user"], r["vhost"]): Permission(r["configure"], r["write"], r["read"])
+            for r in state.permissions()
+        }
+        for record in state.vhosts():
+            self._sync_vhost(record["name"])
+
+    # -- one change at a time --------------------------------------------------------------
+
+    def apply(self, effects: list[Effect]) -> None:
+        """Make the model match the metadata for what `effects` name."""
+        for effect in effects:
+            kind = effect["type"]
+            try:
+                self._apply(kind, effect)
+            except Exception:
+                # The model must follow the log whatever one effect does; say what went wrong.
+                log.exception("could not apply %s to this node's model", effect)
+
+    def _apply(self, kind: str, effect: Effect) -> None:
+        broker = self._broker
+        if kind == "vhost_added":
+            self._sync_vhost(effect["vhost"])
+        elif kind == "vhost_deleted":
+            delete_vhost(broker, effect["vhost"])
+            broker.registry.forget_vhost(effect["vhost"])
+        elif kind in ("user_changed", "user_deleted"):
+            self._sync_user(effect["user"])
+        elif kind == "permissions_changed":
+            self._sync_permission(effect["user"], effect["vhost"])
+        elif kind in ("exchange_created", "exchange_deleted"):
+            vhost = broker.vhosts.get(effect["vhost"])
+            if vhost is not None:
+                self._sync_exchange(vhost, effect["name"])
+        elif kind in ("queue_created", "queue_deleted"):
+            vhost = broker.vhosts.get(effect["vhost"])
+            if vhost is not None:
+                self._sync_queue(vhost, effect["name"])
+        elif kind in ("binding_created", "binding_deleted"):
+            self._sync_binding(kind == "binding_created", effect)
+        elif kind in _POLICY_KINDS:
+            self._sync_policy(_POLICY_KINDS[kind], effect["vhost"], effect["name"])
+        elif kind == "parameter_changed":
+            self._sync_parameter(effect["component"], effect["vhost"], effect["name"])
+
+    # -- access ----------------------------------------------------------------------------
+
+    def _sync_user(self, name: str) -> None:
+        broker, record = self._broker, self._state().user(name)
+        if record is None:
+            broker.users.pop(name, None)
+            for key in [key for key in broker.permissions if key[0] == name]:
+                del broker.permissions[key]
+            return
+        broker.users[name] = User(name, record["password_hash"], list(record["tags"]))
+
+    def _sync_permission(self, user: str, vhost: str) -> None:
+        broker = self._broker
+        record = next(iter(self._state().permissions(user, vhost)), None)
+        if record is None:
+            broker.permissions.pop((user, vhost), None)
+        else:
+            broker.permissions[(user, vhost)] = Permission(record["configure"], record["write"], record["read"])
+
+    # -- virtual hosts ---------------------------------------------------------------------
+
+    def _sync_vhost(self, name: str) -> None:
+        state, broker = self._state(), self._broker
+        record = state.vhost(name)
+        if record is None:
+            return
+        vhost = broker.add_vhost(name)
+        vhost.shared = self._shared
+        metadata = broker.registry.metadata(name)
+        metadata.description = record.get("description", "")
+        metadata.tags = list(record.get("tags", []))
+        for user, vhost_name in [(r["user"], r["vhost"]) for r in state.permissions(vhost=name)]:
+            self._sync_permission(user, vhost_name)
+        for kind, records in (("policy", state.policies(name)), ("operator_policy", state.operator_policies(name))):
+            wanted = {r["name"] for r in records}
+            for policy in broker.registry.policies(kind, name):  # type: ignore[arg-type]
+                if policy.name not in wanted:
+                    broker.registry.clear_policy(kind, name, policy.name)  # type: ignore[arg-type]
+            for r in records:
+                self._sync_policy(kind, name, r["name"])
+        wanted_parameters = {(r["component"], r["name"]) for r in state.parameters(vhost=name)}
+        for parameter in broker.registry.parameters(vhost=name):
+            if (parameter.component, parameter.name) not in wanted_parameters:
+                broker.registry.clear_parameter(parameter.component, name, parameter.name)
+        for component, parameter_name in wanted_parameters:
+            self._sync_parameter(component, name, parameter_name)
+        exchanges = {r["name"] for r in state.exchanges(name)}
+        for exchange_name in set(vhost.exchanges) | exchanges:
+            self._sync_exchange(vhost, exchange_name)
+        queues = {r["name"] for r in state.queues(name)}
+        for queue_name in set(vhost.queues) | set(vhost.remote_queues) | queues:
+            self._sync_queue(vhost, queue_name)
+        self._sync_bindings(vhost)
+
+    # -- policies and parameters -----------------------------------------------------------
+
+    def _sync_policy(self, kind: str, vhost: str, name: str) -> None:
+        state, registry = self._state(), self._broker.registry
+        records = state.policies(vhost) if kind == "policy" else state.operator_policies(vhost)
+        record = next((r for r in records if r["name"] == name), None)
+        if record is None:
+            registry.clear_policy(kind, vhost, name)  # type: ignore[arg-type]
+            return
+        policy = Policy(
+            vhost, name, record["pattern"], record["definition"], record["priority"], record["apply_to"]
+        )
+        if registry.policy(kind, vhost, name) != policy:  # type: ignore[arg-type]
+            registry.set_policy(kind, policy)  # type: ignore[arg-type]
+
+    def _sync_parameter(self, component: str, vhost: str, name: str) -> None:
+        registry = self._broker.registry
+        record = next(
+            (r for r in self._state().parameters(component, vhost) if r["name"] == name), None
+        )
+        if record is None:
+            registry.clear_parameter(component, vhost, name)
+            return
+        parameter = Parameter(component, vhost, name, record["value"])
+        if registry.parameter(component, vhost, name) != parameter:
+            registry.set_parameter(parameter)
+
+    # -- exchanges and bindings ------------------------------------------------------------
+
+    def _sync_exchange(self, vhost: VirtualHost, name: str) -> None:
+        record = self._state().exchange(vhost.name, name)
+        local = vhost.exchanges.get(name)
+        if record is None:
+            if local is not None and name and not name.startswith("amq."):
+                vhost.remove_exchange(local)
+            return
+        decl = exchange_decl(record)
+        if local is not None:
+            if local.decl == decl or not name or name.startswith("amq."):
+                return
+            vhost.remove_exchange(local)  # replaced by another declaration while away
+        vhost.create_exchange(name, decl)
+
+    def _sync_binding(self, present: bool, effect: Effect) -> None:
+        vhost = self._broker.vhosts.get(effect["vhost"])
+        if vhost is None:
+            return
+        source = vhost.exchanges.get(effect["source"])
+        if source is None:
+            return
+        binding = binding_of(effect)
+        if present:
+            if vhost.has_destination(binding.destination_kind, binding.destination):
+                source.add_binding(binding)
+        else:
+            source.remove_binding(binding)
+
+    def _sync_bindings(self, vhost: VirtualHost) -> None:
+        wanted = {binding_of(record) for record in self._state().bindings(vhost.name)}
+        for exchange in list(vhost.exchanges.values()):
+            for binding in list(exchange.bindings()):
+                if binding not in wanted:
+                    exchange.remove_binding(binding)
+        for binding in wanted:
+            source = vhost.exchanges.get(binding.source)
+            if source is not None and vhost.has_destination(binding.destination_kind, binding.destination):
+                source.add_binding(binding)
+
+    # -- queues ----------------------------------------------------------------------------
+
+    def _sync_queue(self, vhost: VirtualHost, name: str) -> None:
+        record = self._state().queue(vhost.name, name)
+        local = vhost.queues.get(name)
+        if record is None:
+            vhost.remote_queues.pop(name, None)
+            if local is not None:
+                vhost.delete_queue(name)
+            return
+        if record["home_node"] != self._node:
+            if local is not None:
+                vhost.delete_queue(name)  # its home moved (the name was declared again elsewhere)
+            vhost.remote_queues[name] = RemoteQueue(
+                name, vhost.name, record["home_node"], queue_decl(record), record["exclusive_owner"]
+            )
+            return
+        vhost.remote_queues.pop(name, None)
+        if local is not None:
+            return
+        owner_tag = record["exclusive_owner"]
+        owner = None
+        if owner_tag is not None:
+            owner = next((s for s in self._broker.sessions if s.owner_tag == owner_tag), None)
+        gone = owner_tag is not None and (owner is None or owner.closed)
+        if gone or (not record["durable"] and record.get("home_run") != RUN_ID):
+            # Its connection or the node's run that declared it is over: the queue goes, as in
+            # RabbitMQ, where exclusive and non-durable queues do not outlive either.
+            self._shared.submit_eventually(delete_queue(vhost.name, name, owner_tag))
+            return
+        queue = vhost.add_queue(
+            name,
+            durable=record["durable"],
+            exclusive_owner=owner,
+            auto_delete=record["auto_delete"],
+            arguments=decode_arguments(record["arguments"]),
+            argument_types=dict(record.get("argument_types") or {}),
+        )
+        if owner is not None:
+            owner.exclusive_queues.add(queue.name)

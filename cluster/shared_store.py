@@ -1,0 +1,66 @@
+"""The core's shared metadata store (leveret.shared_metadata), backed by the Raft-replicated one."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from typing import Any
+
+from cluster.errors import ClusterError
+from cluster.service import ClusterService
+from leveret.shared_metadata import MetadataUnavailable
+
+log = logging.getLogger(__name__)
+
+# How long a background submission waits before trying again when the cluster cannot decide.
+_RETRY_SECONDS = 1.0
+
+
+class ClusterMetadata:
+    """Submits the core's definition changes through the cluster service."""
+
+    def __init__(self, service: ClusterService) -> None:
+        self._service = service
+        self._eventual: deque[dict[str, Any]] = deque()
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def node_name(self) -> str:
+        return self._service.name
+
+    async def submit(self, command: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await self._service.submit(command)
+        except ClusterError as error:
+            raise MetadataUnavailable(str(error)) from None
+
+    def submit_eventually(self, command: dict[str, Any]) -> None:
+        self._eventual.append(command)
+        self._wakeup.set()
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._submit_in_background(), name="cluster-eventual-submits"
+            )
+
+    async def stop(self) -> None:
+        """Stop retrying (what is left is retried by the next run's recovery, at boot)."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _submit_in_background(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            while self._eventual:
+                command = self._eventual[0]
+                try:
+                    await self._service.submit(command)
+                except ClusterError as error:
+                    log.info("will retry %s: %s", command.get("op"), error)
+                    await asyncio.sleep(_RETRY_SECONDS)
+                    continue
+                self._eventual.popleft()

@@ -1,0 +1,237 @@
+"""Declares, deletes and bindings on a clustered node: checked here, decided by the shared store.
+
+Each function checks a channel method against this node's view, exactly as a single node does,
+and answers at once when there is nothing to change. Otherwise it submits a command and holds
+the connection's later frames until the cluster has decided and this node's model reflects it.
+A conflicting declaration that won the race elsewhere is checked again against the winner, so
+the client gets the error RabbitMQ would give. When no majority decides in time, the error is
+RabbitMQ's for a metadata store timeout: 541 INTERNAL_ERROR, which closes the connection.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from . import declare_rules as rules
+from . import shared_commands as commands
+from .amqp import methods as m
+from .amqp.errors import AMQPError, ReplyCode, precondition_failed
+from .amqp.fields import argument_types
+from .exchanges.base import Binding
+from .shared_metadata import Command, MetadataUnavailable, Reply, SharedMetadata
+
+if TYPE_CHECKING:
+    from .channel import Channel
+
+log = logging.getLogger(__name__)
+
+
+async def _decide(shared: SharedMetadata, command: Command, timeout_text: str, method: tuple[int, int]) -> Reply:
+    try:
+        reply = await shared.submit(command)
+    except MetadataUnavailable as error:
+        log.warning("%s: %s", timeout_text, error)
+        raise AMQPError(ReplyCode.INTERNAL_ERROR, timeout_text, method, hard=True) from None
+    if reply.get("status") == "error":
+        # The checks above should have refused anything the store refuses.
+        log.error("the cluster refused %s: %s", command.get("op"), reply.get("reason"))
+        raise AMQPError(ReplyCode.INTERNAL_ERROR, f"the cluster refused the change: {reply.get('reason')}", method, hard=True)
+    return reply
+
+
+def _reply_unless(channel: Channel, no_wait: bool, method: m.Method) -> None:
+    if not no_wait:
+        channel.reply(method)
+
+
+# --- exchanges ----------------------------------------------------------------------------------
+
+
+def exchange_declare(channel: Channel, shared: SharedMetadata, method: m.ExchangeDeclare) -> None:
+    vhost = channel.vhost
+    name = rules.strip_cr_lf(method.exchange)
+    requested = vhost.check_exchange_declare(
+        name, method.type, passive=False, durable=method.durable, auto_delete=method.auto_delete,
+        internal=method.internal, arguments=method.arguments, method=method.ids,
+    )
+    if requested is None:
+        _reply_unless(channel, method.no_wait, m.ExchangeDeclareOk())
+        return
+
+    async def decide() -> None:
+        text = f"failed to declare {rules.describe('exchange', name, vhost.name)} because the operation timed out"
+        reply = await _decide(shared, commands.declare_exchange(vhost.name, name, requested), text, method.ids)
+        if reply["status"] != "created":
+            existing = commands.exchange_decl(reply["exchange"])
+            rules.check_exchange_equivalence(name, existing, requested, vhost.name, method.ids)
+
+    channel.session.wait_then(channel, decide(), lambda _: _reply_unless(channel, method.no_wait, m.ExchangeDeclareOk()))
+
+
+def exchange_delete(channel: Channel, shared: SharedMetadata, method: m.ExchangeDelete) -> None:
+    vhost = channel.vhost
+    name = rules.strip_cr_lf(method.exchange)
+    exchange = vhost.exchanges.get(name)
+    # Refuses the default and "amq." exchanges; a missing exchange is deleted already.
+    rules.check_exchange_delete(
+        name, exists=exchange is not None, if_unused=method.if_unused,
+        has_bindings_as_source=exchange is not None and exchange.has_bindings(),
+        vhost=vhost.name, method=method.ids,
+    )
+    if exchange is None:
+        _reply_unless(channel, method.no_wait, m.ExchangeDeleteOk())
+        return
+
+    async def decide() -> None:
+        text = f"failed to delete {rules.describe('exchange', name, vhost.name)} due to a timeout"
+        reply = await _decide(shared, commands.delete_exchange(vhost.name, name, method.if_unused), text, method.ids)
+        if reply["status"] == "in_use":
+            raise precondition_failed(f"{rules.describe('exchange', name, vhost.name)} in use", method.ids)
+
+    channel.session.wait_then(channel, decide(), lambda _: _reply_unless(channel, method.no_wait, m.ExchangeDeleteOk()))
+
+
+# --- bindings -----------------------------------------------------------------------------------
+
+
+def bind(
+    channel: Channel,
+    shared: SharedMetadata,
+    source: str,
+    destination: str,
+    kind: str,
+    routing_key: str,
+    arguments: dict[str, Any],
+    method: m.Method,
+    ok: m.Method | None,
+) -> None:
+    """Add a binding (`ok` is the reply to send, None for no-wait)."""
+    vhost = channel.vhost
+    ids = method.ids
+
+    def check(source_exists: bool, destination_exists: bool) -> None:
+        rules.check_bind(
+            source, destination, kind, source_exists=source_exists,
+            destination_exists=destination_exists, vhost=vhost.name, method=ids,
+        )
+
+    check(source in vhost.exchanges, vhost.has_destination(kind, destination))
+    exchange = vhost.exchanges[source]
+    binding = Binding.of(source, destination, kind, routing_key, arguments)  # type: ignore[arg-type]
+    exchange.validate_binding(binding, ids)
+    if exchange.has_binding(binding):
+        _reply_unless(channel, ok is None, ok or m.QueueBindOk())
+        return
+
+    async def decide() -> None:
+        reply = await _decide(
+            shared, commands.binding_command("bind", vhost.name, binding), "Could not add binding due to timeout", ids
+        )
+        if reply["status"] == "not_found":
+            check(reply.get("missing") != "source", reply.get("missing") != "destination")
+
+    channel.session.wait_then(channel, decide(), lambda _: _reply_unless(channel, ok is None, ok or m.QueueBindOk()))
+
+
+def unbind(
+    channel: Channel,
+    shared: SharedMetadata,
+    source: str,
+    destination: str,
+    kind: str,
+    routing_key: str,
+    arguments: dict[str, Any],
+    method: m.Method,
+    ok: m.Method | None,
+) -> None:
+    """Remove a binding; removing a missing one succeeds, as in RabbitMQ."""
+    vhost = channel.vhost
+    rules.check_unbind(source, destination, kind, method.ids)
+    binding = Binding.of(source, destination, kind, routing_key, arguments)  # type: ignore[arg-type]
+    exchange = vhost.exchanges.get(source)
+    if exchange is None or not exchange.has_binding(binding):
+        _reply_unless(channel, ok is None, ok or m.QueueUnbindOk())
+        return
+    command = commands.binding_command("unbind", vhost.name, binding)
+    pending = _decide(shared, command, "Could not remove binding due to timeout", method.ids)
+    channel.session.wait_then(channel, pending, lambda _: _reply_unless(channel, ok is None, ok or m.QueueUnbindOk()))
+
+
+# --- queues -------------------------------------------------------------------------------------
+
+
+def queue_declare(channel: Channel, shared: SharedMetadata, method: m.QueueDeclare) -> None:
+    """A non-passive queue.declare: the queue's home is this node when it is created."""
+    session, vhost = channel.session, channel.vhost
+    name = rules.strip_cr_lf(method.queue)
+    server_named = not name
+    if server_named:
+        name = rules.server_named_queue_name()
+    requested = rules.QueueDecl(
+        method.durable, method.exclusive, method.auto_delete, method.arguments, argument_types(method.arguments)
+    )
+
+    def check(existing: rules.QueueDecl | None, owner: Any) -> bool:
+        return rules.check_queue_declare(
+            name, requested, passive=False, existing=existing, owner=owner, connection=session,
+            server_named=server_named, vhost=vhost.name, method=method.ids,
+        )
+
+    def declared(_: object = None) -> None:
+        if server_named:
+            channel.last_queue_name = name
+        queue = vhost.queues.get(name)
+        if queue is not None:
+            queue.touch()  # a redeclare, passive or not, renews an x-expires lease
+        if not method.no_wait:
+            # A queue homed on another node reports no counts until operations are routed there.
+            counts = (queue.message_count, queue.consumer_count) if queue is not None else (0, 0)
+            channel.reply(m.QueueDeclareOk(name, *counts))
+
+    known = vhost.known_queue(name)
+    if not check(*(known or (None, None))):
+        declared()
+        return
+    owner_tag = session.owner_tag if method.exclusive else None
+    command = commands.declare_queue(vhost.name, name, requested.as_stored(), owner_tag, shared.node_name)
+
+    async def decide() -> None:
+        text = (
+            f"Could not declare {rules.describe('queue', name, vhost.name)} on node "
+            f"'{shared.node_name}' because the metadata store operation timed out"
+        )
+        reply = await _decide(shared, command, text, method.ids)
+        if reply["status"] != "created":
+            record = reply["queue"]
+            owner = record["exclusive_owner"]
+            check(commands.queue_decl(record), session if owner == session.owner_tag else owner)
+
+    session.wait_then(channel, decide(), declared)
+
+
+def queue_delete(channel: Channel, shared: SharedMetadata, name: str, method: m.QueueDelete) -> None:
+    session, vhost = channel.session, channel.vhost
+    queue = vhost.queues.get(name)
+    remote = vhost.remote_queues.get(name)
+    if queue is None and remote is None:
+        # Deleting a missing queue succeeds, as in RabbitMQ.
+        _reply_unless(channel, method.no_wait, m.QueueDeleteOk(0))
+        return
+    if queue is not None:
+        session.check_exclusive_access(queue, method.ids)
+        if method.if_unused and queue.consumer_count:
+            raise precondition_failed(f"queue '{name}' in vhost '{vhost.name}' in use", method.ids)
+        if method.if_empty and queue.message_count:
+            raise precondition_failed(f"queue '{name}' in vhost '{vhost.name}' is not empty", method.ids)
+    elif remote is not None and remote.exclusive_owner is not None:
+        raise rules.exclusive_locked(name, vhost.name, method.ids)
+    owner_tag = session.owner_tag if queue is not None and queue.exclusive_owner is session else None
+    text = "The operation to delete the queue from the metadata store timed out"
+    pending = _decide(shared, commands.delete_queue(vhost.name, name, owner_tag), text, method.ids)
+
+    def deleted(_: object) -> None:
+        count = queue.deleted_message_count if queue is not None else 0
+        _reply_unless(channel, method.no_wait, m.QueueDeleteOk(count))
+
+    session.wait_then(channel, pending, deleted)

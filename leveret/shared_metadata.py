@@ -1,0 +1,47 @@
+"""The metadata store a node shares with its cluster: changes are decided there, then applied here.
+
+A single node keeps its definitions in its own journal (`DefinitionsLog`) and changes its model
+at once. A clustered node instead submits each change as a command to the shared store (the
+cluster layer's Raft-replicated one) and changes nothing itself: the store applies committed
+commands to every node's model, the submitting node's included, before the submit returns.
+
+Commands are JSON objects named by "op", in the replicated store's vocabulary:
+add_vhost, delete_vhost, put_user, delete_user, set_permissions, clear_permissions,
+declare_exchange, delete_exchange, bind, unbind, declare_queue, delete_queue, set_policy,
+clear_policy, set_operator_policy, clear_operator_policy, set_parameter, clear_parameter.
+Replies are JSON objects with a "status" ("created", "exists", "conflict", "deleted",
+"not_found", "in_use", "locked", "ok", "updated", or "error" with a "reason").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any, Protocol
+
+Command = dict[str, Any]
+Reply = dict[str, Any]
+
+
+class MetadataUnavailable(Exception):
+    """The shared store could not decide a change (no quorum, this node was removed, ...)."""
+
+
+class SharedMetadata(Protocol):
+    """What the core needs from a shared metadata store."""
+
+    @property
+    def node_name(self) -> str:
+        """This node's name: the home node of the queues its clients declare."""
+        ...
+
+    def submit(self, command: Command) -> Awaitable[Reply]:
+        """Decide `command`; the reply arrives once this node's model reflects it.
+
+        Raises MetadataUnavailable when the change cannot be decided now.
+        """
+        ...
+
+    def submit_eventually(self, command: Command) -> None:
+        """Submit `command` in the background, retrying until it is decided (for deletions the
+        node itself starts: auto-delete, expiry, the end of an exclusive queue's connection)."""
+        ...
