@@ -56,6 +56,8 @@ class BrokerMirror:
             (r["user"], r["vhost"]): Permission(r["configure"], r["write"], r["read"])
             for r in state.permissions()
         }
+        for record in state.global_parameters():
+            self._sync_global_parameter(record["name"])
         for record in state.vhosts():
             self._sync_vhost(record["name"])
 
@@ -96,6 +98,8 @@ class BrokerMirror:
             self._sync_policy(_POLICY_KINDS[kind], effect["vhost"], effect["name"])
         elif kind == "parameter_changed":
             self._sync_parameter(effect["component"], effect["vhost"], effect["name"])
+        elif kind == "global_parameter_changed":
+            self._sync_global_parameter(effect["name"])
 
     # -- access ----------------------------------------------------------------------------
 
@@ -177,6 +181,14 @@ class BrokerMirror:
         parameter = Parameter(component, vhost, name, record["value"])
         if registry.parameter(component, vhost, name) != parameter:
             registry.set_parameter(parameter)
+
+    def _sync_global_parameter(self, name: str) -> None:
+        record = self._state().global_parameter(name)
+        table = self._broker.registry.global_parameters
+        if record is None:
+            table.pop(name, None)
+        else:
+            table[name] = record["value"]
 
     # -- exchanges and bindings ------------------------------------------------------------
 

@@ -43,6 +43,9 @@ def import_command(broker: Broker, node_name: str) -> Command:
             {"op": "set_parameter", "component": parameter.component, "vhost": parameter.vhost,
              "name": parameter.name, "value": parameter.value}
         )
+    for name, value in registry.global_parameters.items():
+        # internal_cluster_id among them: the cluster keeps the identity of the node joined.
+        items.append({"op": "set_global_parameter", "name": name, "value": value})
     for vhost in broker.vhosts.values():
         for exchange in vhost.exchanges.values():
             if exchange.name and not exchange.name.startswith("amq."):

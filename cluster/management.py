@@ -75,6 +75,21 @@ class ClusterManagement:
             entries[name] = entry
         return entries
 
+    def queue_report(self, node: str, vhost: str, name: str) -> tuple[bool, dict[str, int]]:
+        view = self._service.status().gossip.get(node)
+        if view is None:
+            return False, {}
+        running = view.status is MemberStatus.ALIVE
+        report = view.report
+        for queue in report.queues if report is not None else ():
+            if queue.vhost == vhost and queue.name == name:
+                return running, {
+                    "messages": queue.messages,
+                    "messages_unacknowledged": queue.messages_unacknowledged,
+                    "consumers": queue.consumers,
+                }
+        return running, {}
+
     def start_submit(self, command: dict[str, Any]) -> str:
         return self._tickets.start(self._service.submit(command))
 

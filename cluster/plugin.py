@@ -22,7 +22,7 @@ from cluster.metadata.commands import Effect
 from cluster.service import ClusterService
 from cluster.settings import ClusterSettings
 from cluster.shared_store import ClusterMetadata
-from leveret.mgmt.api_cluster import attach_cluster, detach_cluster
+from leveret.mgmt.cluster_link import attach_cluster, detach_cluster
 
 log = logging.getLogger(__name__)
 

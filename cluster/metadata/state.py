@@ -151,6 +151,9 @@ class MetadataState:
     def global_parameter(self, name: str) -> Record | None:
         return self._tables.global_parameters.get((name,))
 
+    def global_parameters(self) -> list[Record]:
+        return _in_order(self._tables.global_parameters)
+
     def members(self) -> list[Record]:
         return _in_order(self._tables.members)
 

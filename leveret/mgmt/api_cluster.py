@@ -1,5 +1,5 @@
 """`/api/nodes` with every cluster member, and `/api/cluster/...` for `leveret ctl`'s cluster
-commands. The cluster layer plugs in through `attach_cluster` (this package never imports it).
+commands. The cluster layer plugs in through `cluster_link.attach_cluster` (this package never imports it).
 
 Changes that need a Raft majority answer 202 with a ticket; `GET /api/cluster/tickets/{id}`
 gives `{"state": "pending"}`, `{"state": "done", "result": ...}` or `{"state": "failed",
@@ -8,52 +8,18 @@ gives `{"state": "pending"}`, `{"state": "done", "result": ...}` or `{"state": "
 
 from __future__ import annotations
 
-import weakref
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from .access import require_admin, require_monitor
+from .cluster_link import ClusterControl, cluster_control
 from .api_queues import truthy
 from .context import Context, Reply, Route, not_found_unless, ok
 from .errors import ApiError, object_not_found
 from .listing import list_response, select_columns
 from .node_view import node_json
 
-if TYPE_CHECKING:
-    from ..broker import Broker
-
-
-class ClusterControl(Protocol):
-    """What the management API needs from the cluster layer (cluster.management)."""
-
-    def status_report(self) -> dict[str, Any]: ...
-
-    def node_entries(self) -> dict[str, dict[str, Any]]: ...
-
-    def start_submit(self, command: dict[str, Any]) -> str: ...
-
-    def start_read_barrier(self) -> str: ...
-
-    def start_forget(self, node: str) -> str: ...
-
-    def ticket(self, ticket: str) -> dict[str, Any] | None: ...
-
-    def metadata(self, table: str | None = None) -> dict[str, Any] | None: ...
-
-
-_controls: weakref.WeakKeyDictionary[Any, ClusterControl] = weakref.WeakKeyDictionary()
-
-
-def attach_cluster(broker: Broker, control: ClusterControl) -> None:
-    """Serve `control`'s cluster on the management API of `broker`'s node."""
-    _controls[broker] = control
-
-
-def detach_cluster(broker: Broker) -> None:
-    _controls.pop(broker, None)
-
-
 def _control(ctx: Context) -> ClusterControl:
-    control = _controls.get(ctx.broker)
+    control = cluster_control(ctx.broker)
     if control is None:
         raise ApiError(503, "unavailable", "clustering is not running on this node")
     return control
@@ -64,7 +30,7 @@ def _control(ctx: Context) -> ClusterControl:
 
 def _nodes(ctx: Context, memory: bool = False) -> list[dict[str, Any]]:
     local = node_json(ctx.broker, ctx.state, memory=memory)
-    control = _controls.get(ctx.broker)
+    control = cluster_control(ctx.broker)
     if control is None:
         return [local]
     shown = []
@@ -97,7 +63,7 @@ def show_node(ctx: Context) -> Reply:
 
 def cluster_status(ctx: Context) -> Reply:
     require_monitor(ctx.caller)
-    control = _controls.get(ctx.broker)
+    control = cluster_control(ctx.broker)
     if control is not None:
         return ok(control.status_report())
     node = ctx.broker.config.node_name

@@ -23,6 +23,8 @@ from .errors import bad_request, from_amqp, not_authorised
 from .exchange_view import binding_json
 from .listing import list_response, select_columns
 from .message_view import message_json
+from .cluster_link import cluster_control
+from .remote_queue_view import remote_queue_json
 from .queue_view import queue_basic_json, queue_json
 
 if TYPE_CHECKING:
@@ -85,6 +87,11 @@ def _list(ctx: Context, vhosts: list[str]) -> Reply:
             items.append(queue_basic_json(queue, figure, ctx.state, node, totals=totals))
         else:
             items.append(queue_json(queue, figure, ctx.state, node))
+    reports = cluster_control(ctx.broker)
+    for vhost_name in vhosts:
+        vhost = ctx.broker.vhosts.get(vhost_name)
+        for remote in vhost.remote_queues.values() if vhost is not None else ():
+            items.append(remote_queue_json(remote, reports, ctx.state, totals=totals or not plain))
     return ok(list_response(items, ctx.query))
 
 
@@ -97,6 +104,10 @@ def list_vhost(ctx: Context) -> Reply:
 
 
 def show(ctx: Context) -> Reply:
+    remote = ctx.vhost().remote_queues.get(ctx.param("name"))
+    if remote is not None:
+        shown = remote_queue_json(remote, cluster_control(ctx.broker), ctx.state)
+        return ok(select_columns(shown, ctx.query.get("columns")))
     queue = _queue(ctx)
     figure = ctx.state.figure(queue)
     shown = queue_json(queue, figure, ctx.state, ctx.broker.config.node_name, detailed=True)

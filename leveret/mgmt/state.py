@@ -10,7 +10,6 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..definitions_registry import DefinitionsRegistry
 from .figures import QueueFigures, QueueReader, total
 from .rates import SAMPLE_INTERVAL_SECONDS, RateTable
 from .system import system_figures

@@ -258,3 +258,32 @@ def test_the_node_others_join_brings_its_definitions() -> None:
         raise
     finally:
         cluster.cleanup()
+
+
+def test_the_management_api_of_every_node_lists_every_queue_and_shares_policies() -> None:
+    with running_cluster(3) as cluster:
+        n1, n2, _ = cluster.nodes
+
+        def fill(channel: Any) -> None:
+            channel.queue_declare("limited", durable=True)
+            channel.confirm_delivery()
+            for number in range(5):
+                channel.basic_publish("", "limited", b"%d" % number)
+
+        on_channel(n2, fill)
+        # A policy set through one node's API applies to a queue homed on another.
+        result = n1.ctl("set_policy", "cap", "^limited$", '{"max-length": 2}', "--apply-to", "queues")
+        assert result.code == 0, result.err
+
+        def shown_on_n1() -> dict[str, Any] | None:
+            queues = {q["name"]: q for q in n1.http("GET", "/api/queues")}
+            queue = queues.get("limited")
+            if queue is None or queue.get("policy") != "cap" or queue.get("messages") != 2:
+                return None
+            return dict(queue)
+
+        queue = wait_for(shown_on_n1, 15, 0.2)
+        assert queue["node"] == "n2@localhost" and queue["state"] == "running"
+        assert n2.http("GET", "/api/queues/%2F/limited")["messages"] == 2
+        n2.kill()
+        wait_for(lambda: n1.http("GET", "/api/queues/%2F/limited")["state"] == "down", 30, 0.2)
