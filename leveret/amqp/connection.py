@@ -280,11 +280,11 @@ class ServerConnection:
             # Our connection.close is out: only the peer's close or close-ok still matter.
             if channel == 0 and kind == FRAME_METHOD and payload[:4] in _CLOSE_IDS:
                 try:
-                    method = decode_method(payload)
+                    closing = decode_method(payload)
                 except DecodeError:
                     return
-                self.state = CHANNEL_ZERO_TRANSITIONS[(S.CLOSING, type(method))]
-                events.append(MethodReceived(0, method))
+                self.state = CHANNEL_ZERO_TRANSITIONS[(S.CLOSING, type(closing))]
+                events.append(MethodReceived(0, closing))
             return
         if kind == FRAME_HEARTBEAT:
             if channel != 0:
