@@ -18,8 +18,12 @@ import pika
 import pytest
 from pika.exceptions import ChannelClosedByBroker, ConnectionClosedByBroker
 
+from leveret.amqp import methods as m
+from leveret.amqp.frames import content_frames, method_frame
+from leveret.amqp.properties import BasicProperties, encode_header_payload
 from tests.cluster.processes import Cluster, ClusterNode, running_cluster
 from tests.support.node import wait_for
+from tests.support.raw_client import RawClient
 
 THREE = ["n1@localhost", "n2@localhost", "n3@localhost"]
 
@@ -104,6 +108,32 @@ def test_declarations_on_one_node_exist_on_every_node() -> None:
         for node in cluster.nodes:
             wait_for(lambda node=node: not exists(node, "queue", "eu-orders"), 10, 0.1)
         assert n1.http("GET", "/api/exchanges/%2F/orders/bindings/source") == []
+
+
+def test_frames_sent_behind_a_declare_wait_for_it_in_order() -> None:
+    """No-wait declares, a bind and a publish in one write: each sees what came before it."""
+    with running_cluster(3) as cluster:
+        follower = next(node for node in cluster.nodes if node.name != cluster.wait_leader(THREE))
+        assert follower.process is not None
+        client = RawClient(follower.process.ports["amqp"], timeout=15)
+        try:
+            client.handshake()
+            body = b"behind the declares"
+            header = encode_header_payload(60, len(body), BasicProperties().encode())
+            client.send(
+                method_frame(1, m.ExchangeDeclare(exchange="pipelined", type="fanout", no_wait=True))
+                + method_frame(1, m.QueueDeclare(queue="pipelined-q", no_wait=True))
+                + method_frame(1, m.QueueBind(queue="pipelined-q", exchange="pipelined", no_wait=True))
+                + content_frames(1, m.BasicPublish(exchange="pipelined").encode(), header, body, 131072)
+                + method_frame(1, m.BasicGet(queue="pipelined-q", no_ack=True))
+            )
+            reply = client.read_method()
+            assert reply is not None and isinstance(reply[1], m.BasicGetOk), reply
+            _, _, content = client.read_frame() or (0, 0, b"")
+            _, _, received = client.read_frame() or (0, 0, b"")
+            assert received == body
+        finally:
+            client.close()
 
 
 def test_two_nodes_declaring_one_exclusive_queue_at_once_get_one_queue() -> None:
