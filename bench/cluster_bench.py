@@ -1,12 +1,17 @@
-"""Cluster metadata benchmarks on loopback: commands per second and latency (one node against
-three), leader failover after SIGKILL, and a new node catching up on 100k metadata entries.
+"""Cluster benchmarks on loopback: Raft metadata, failover, catch-up, and AMQP queue declares.
 
-Each node is a `leveret server` process; the load generator is a gRPC client of the cluster
-port (it signs its calls with the cluster secret, as a tool) that submits `declare_queue`
-commands to the leader. `--write` puts the figures in bench/RESULTS.md, between this script's
-own markers (the rest of the file is left as it is).
+Metadata commands per second and latency (one node against three), leader failover after
+SIGKILL, a new node catching up on 100k metadata entries, and AMQP queue declares and deletes on
+a standalone node, a 3-node cluster (client on the leader, then on a follower) and RabbitMQ.
+
+Each node is a `leveret server` process. For the metadata part the load generator is a gRPC
+client of the cluster port (it signs its calls with the cluster secret, as a tool) that submits
+`declare_queue` commands to the leader; for the declares part it is one pika client speaking
+AMQP. `--only PART` runs one part; `--write` puts the figures of the parts that ran in
+bench/RESULTS.md, between this script's own markers (the rest of the file is left as it is).
 
     .venv/bin/python -m bench.cluster_bench --write
+    .venv/bin/python -m bench.cluster_bench --only declares --write
 """
 
 from __future__ import annotations
@@ -14,22 +19,29 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import functools
 import json
 import os
 import platform
+import re
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import pika
+
+from bench.brokers import running_rabbitmq
 from cluster.metadata import encode_command
 from cluster.remote import Remote
 from cluster.secret import CallSigner
@@ -83,13 +95,24 @@ class BenchNode:
     def address(self) -> str:
         return f"127.0.0.1:{self.ports['cluster']}"
 
-    def status(self) -> dict[str, Any]:
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{self.ports['mgmt']}/api/cluster/status"
-        )
+    @property
+    def amqp_url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.ports['amqp']}/%2F"
+
+    @property
+    def shares_definitions(self) -> bool:
+        """Whether the cluster's replicated store decides this node's definitions (the marker
+        the node writes once it is clustered); a node nobody joined keeps its own journal."""
+        return (self.dir / "data" / "cluster" / "shares-definitions").exists()
+
+    def get_json(self, path: str) -> Any:
+        request = urllib.request.Request(f"http://127.0.0.1:{self.ports['mgmt']}{path}")
         request.add_header("Authorization", "Basic " + base64.b64encode(b"guest:guest").decode())
         with urllib.request.urlopen(request, timeout=10) as response:
-            return dict(json.loads(response.read()))
+            return json.loads(response.read())
+
+    def status(self) -> dict[str, Any]:
+        return dict(self.get_json("/api/cluster/status"))
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -319,14 +342,195 @@ def measure_catch_up(entries: int) -> CatchUp:
         cluster.stop()
 
 
+# -- AMQP declares -----------------------------------------------------------------------------
+
+DECLARED_PREFIX = "bench-declare-"
+DECLARES_WARM_UP = 50
+# One target's warm-up, declares and deletes must end within this, or the run is abandoned (the
+# broker is stopped, which ends a client stuck waiting for a reply).
+DECLARES_SECONDS_LIMIT = 300.0
+# How long the other nodes of a cluster may take to list what the client declared.
+_LISTED_SECONDS = 60.0
+
+T = TypeVar("T")
+
+
+@dataclass
+class DeclareRun:
+    """One client declaring durable queues one at a time on `setup`, then deleting them."""
+
+    setup: str
+    client_on: str
+    declares: Load
+    deletes: Load
+
+
+def queue_names(prefix: str, count: int) -> list[str]:
+    return [f"{prefix}{number}" for number in range(count)]
+
+
+def timed_each(names: list[str], operation: Callable[[str], object]) -> Load:
+    """`operation` on each name in turn, each one timed: it returns once the broker answered."""
+    latencies: list[float] = []
+    started = time.perf_counter()
+    for name in names:
+        before = time.perf_counter()
+        operation(name)
+        latencies.append(time.perf_counter() - before)
+    return Load(len(names), time.perf_counter() - started, latencies)
+
+
+def declare_then_delete(
+    url: str, count: int, after_declares: Callable[[list[str]], None] | None = None
+) -> tuple[Load, Load]:
+    """Declare `count` durable queues one at a time on one channel, then delete them one at a
+    time; a warm-up round of the same first, not measured. `after_declares` runs in between,
+    unmeasured."""
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    try:
+        channel = connection.channel()
+
+        def declare(name: str) -> object:
+            return channel.queue_declare(name, durable=True)
+
+        def delete(name: str) -> object:
+            return channel.queue_delete(name)
+
+        warm_up = queue_names(DECLARED_PREFIX + "warm-up-", DECLARES_WARM_UP)
+        timed_each(warm_up, declare)
+        timed_each(warm_up, delete)
+        names = queue_names(DECLARED_PREFIX, count)
+        declares = timed_each(names, declare)
+        if after_declares is not None:
+            after_declares(names)
+        deletes = timed_each(names, delete)
+    finally:
+        if connection.is_open:
+            connection.close()
+    return declares, deletes
+
+
+def within(seconds: float, work: Callable[[], T]) -> T:
+    """`work()` on a thread of its own; TimeoutError when it has not returned after `seconds`
+    (the caller then stops the broker, which ends the thread's wait for a reply)."""
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
+            failure.append(error)
+
+    thread = threading.Thread(target=run, name="bench-declares-client", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise TimeoutError(f"the declares client did not finish within {seconds:.0f} s")
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
+def listed_queues(node: BenchNode) -> set[str]:
+    return {queue["name"] for queue in node.get_json("/api/queues/%2F")}
+
+
+def lists_all(node: BenchNode, names: set[str]) -> bool:
+    return names <= listed_queues(node)
+
+
+def wait_listed_everywhere(nodes: list[BenchNode], names: list[str]) -> None:
+    """Every node of the cluster knows every queue the client declared (a sanity check: the
+    figures would mean little if the declares had stayed on one node)."""
+    for node in nodes:
+        wait(functools.partial(lists_all, node, set(names)), _LISTED_SECONDS, 0.2)
+
+
+def measure_declares_standalone(count: int) -> DeclareRun:
+    cluster = BenchCluster(1).form()
+    try:
+        node = cluster.nodes[0]
+        if node.shares_definitions:
+            raise RuntimeError(f"{node.name} was never joined but shares its definitions")
+        declares, deletes = within(
+            DECLARES_SECONDS_LIMIT, lambda: declare_then_delete(node.amqp_url, count)
+        )
+        return DeclareRun("Leveret, 1 node (standalone)", "the node", declares, deletes)
+    finally:
+        cluster.stop()
+
+
+def measure_declares_clustered(count: int) -> list[DeclareRun]:
+    """The same 3-node cluster, the client first on the leader, then on a follower."""
+    cluster = BenchCluster(3).form()
+    try:
+        wait(lambda: all(node.shares_definitions for node in cluster.nodes), 60, 0.05)
+        leader = cluster.leader()
+        assert leader is not None
+        follower = next(node for node in cluster.nodes if node is not leader)
+        runs: list[DeclareRun] = []
+        check = functools.partial(wait_listed_everywhere, cluster.nodes)
+        for node, client_on in ((leader, "the leader"), (follower, "a follower")):
+            work = functools.partial(declare_then_delete, node.amqp_url, count, check)
+            declares, deletes = within(DECLARES_SECONDS_LIMIT, work)
+            runs.append(DeclareRun("Leveret, 3 nodes (Raft)", client_on, declares, deletes))
+        if cluster.leader() is not leader:
+            raise RuntimeError("the leader changed during the run; its figures are mixed")
+        return runs
+    finally:
+        cluster.stop()
+
+
+def rabbitmq_version() -> str:
+    """The Debian package's version, e.g. 3.10.8 ("" when dpkg does not know it)."""
+    try:
+        completed = subprocess.run(
+            ["dpkg-query", "--show", "--showformat=${Version}", "rabbitmq-server"],
+            check=False, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return completed.stdout.strip().split("-")[0]
+
+
+def measure_declares_rabbitmq(count: int) -> DeclareRun:
+    with running_rabbitmq(cpu=None) as broker:
+        declares, deletes = within(
+            DECLARES_SECONDS_LIMIT, lambda: declare_then_delete(broker.url, count)
+        )
+    product = " ".join(part for part in ("RabbitMQ", rabbitmq_version()) if part)
+    return DeclareRun(f"{product}, 1 node", "the node", declares, deletes)
+
+
+def measure_declares(count: int) -> list[DeclareRun]:
+    runs = [measure_declares_standalone(count), *measure_declares_clustered(count)]
+    return [*runs, measure_declares_rabbitmq(count)]
+
+
 # -- report ------------------------------------------------------------------------------------
 
+# The parts of this script's section, in the order they appear; each can be run (and rewritten)
+# on its own.
+PARTS = ("metadata", "declares")
+_PART_MARK = re.compile(r"<!-- cluster_bench\.py part: ([\w-]+) -->\n?")
 
-def render(
+
+def part_mark(name: str) -> str:
+    return f"<!-- cluster_bench.py part: {name} -->"
+
+
+def machine_line() -> list[str]:
+    return [
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with",
+        f"other engineers' work, Python {platform.python_version()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+    ]  # fmt: skip
+
+
+def render_metadata(
     throughput: dict[tuple[int, int], Load], failovers: list[Failover], catch_up: CatchUp
 ) -> str:
     lines = [
-        START_MARK,
         "## Cluster metadata (Raft over gRPC)",
         "",
         "Written by `bench/cluster_bench.py`. Nodes are `leveret server` processes on loopback",
@@ -356,31 +560,84 @@ def render(
         f"(applied the leader's commit index) after {catch_up.catch_up_seconds:.2f} s; it received a",
         f"{catch_up.snapshot_bytes / 1e6:.1f} MB snapshot and the entries after it.",
         "",
-        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with",
-        f"other engineers' work, Python {platform.python_version()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
-        END_MARK,
+        *machine_line(),
     ]  # fmt: skip
     return "\n".join(lines)
 
 
-def write_section(section: str, path: Path = RESULTS) -> None:
-    text = path.read_text() if path.exists() else ""
+def render_declares(runs: list[DeclareRun], load_average: float | None = None) -> str:
+    """The declares part; `load_average` is the machine's 1-minute load when the runs began."""
+    count = max((run.declares.commands for run in runs), default=0)
+    about = (
+        "Written by `bench/cluster_bench.py --only declares`. One pika client (BlockingConnection)"
+        f" declares {count:,} durable queues one at a time, each waiting for its declare-ok, then"
+        " deletes them one at a time, each waiting for its delete-ok (after a warm-up of"
+        f" {DECLARES_WARM_UP} queues declared and deleted). Rates are operations per second over"
+        " each phase; latencies are per operation. A standalone Leveret node (one nobody joined)"
+        " appends each change to its own journal (definitions.log) and fsyncs it before"
+        " answering. A clustered node submits the change to the Raft leader (over gRPC from a"
+        " follower); the leader replies once a majority has fsynced the entry and it has applied"
+        " it, and the node the client is on answers once it has applied the entry too. Queues"
+        " live on the client's node (client-local). Between the declares and the deletes,"
+        " unmeasured, every node of the cluster is checked to list every queue. RabbitMQ is a"
+        " single node of Debian's rabbitmq-server with one scheduler (`+S 1:1`), for reference"
+        " only: RabbitMQ's own clustering is not measured here. No process is pinned to a core."
+    )
+    lines = [
+        "## AMQP queue declares and deletes",
+        "",
+        *textwrap.wrap(about, 95, break_on_hyphens=False),
+        "",
+        "| Broker | Client on | declares/s | p50 ms | p99 ms | deletes/s | p50 ms | p99 ms |",
+        "|---|---|--:|--:|--:|--:|--:|--:|",
+    ]
+    for run in runs:
+        cells = [run.setup, run.client_on]
+        for load in (run.declares, run.deletes):
+            cells += [
+                f"{load.rate:,.0f}", f"{load.percentile(0.50):.2f}", f"{load.percentile(0.99):.2f}"
+            ]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", *machine_line()]
+    if load_average is not None:
+        lines[-1] += f" Load average (1 min) as the runs began: {load_average:.2f}."
+    return "\n".join(lines)
+
+
+def split_parts(section: str) -> dict[str, str]:
+    """The parts of a section as written before, by name. Text before any part mark (all of a
+    section written before parts had marks) is the metadata part."""
+    pieces = _PART_MARK.split(section)
+    parts = {"metadata": pieces[0].strip("\n")} if pieces[0].strip() else {}
+    for name, body in zip(pieces[1::2], pieces[2::2], strict=True):
+        parts[name] = body.strip("\n")
+    return parts
+
+
+def join_parts(parts: dict[str, str]) -> str:
+    """This script's whole section, its parts in the order of PARTS, between its markers."""
+    known = [name for name in PARTS if name in parts]
+    others = sorted(name for name in parts if name not in PARTS)
+    bodies = [f"{part_mark(name)}\n{parts[name]}" for name in known + others]
+    return f"{START_MARK}\n" + "\n\n".join(bodies) + f"\n{END_MARK}"
+
+
+def merge_section(text: str, parts: dict[str, str]) -> str:
+    """`text` (all of RESULTS.md) with `parts` written into this script's section; the parts
+    not measured this time, and everything outside the markers, stay as they were."""
     if START_MARK in text and END_MARK in text:
         before, rest = text.split(START_MARK, 1)
-        after = rest.split(END_MARK, 1)[1]
-        text = before + section + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
+        inside, after = rest.split(END_MARK, 1)
+        return before + join_parts({**split_parts(inside), **parts}) + after
+    return text.rstrip("\n") + "\n\n" + join_parts(parts) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--count", type=int, default=5000, help="commands per throughput run")
-    parser.add_argument("--entries", type=int, default=100_000, help="entries before the catch-up")
-    parser.add_argument("--failovers", type=int, default=5)
-    parser.add_argument("--write", action="store_true", help="update bench/RESULTS.md")
-    args = parser.parse_args(argv)
+def write_parts(parts: dict[str, str], path: Path = RESULTS) -> None:
+    text = path.read_text() if path.exists() else ""
+    path.write_text(merge_section(text, parts))
+
+
+def run_metadata(args: argparse.Namespace) -> str:
     throughput: dict[tuple[int, int], Load] = {}
     for size in (1, 3):
         for concurrency in (1, 32):
@@ -395,10 +652,40 @@ def main(argv: list[str] | None = None) -> int:
     print("failovers:", failovers, flush=True)
     catch_up = measure_catch_up(args.entries)
     print("catch-up:", catch_up, flush=True)
-    section = render(throughput, failovers, catch_up)
-    print(section)
+    return render_metadata(throughput, failovers, catch_up)
+
+
+def run_declares(args: argparse.Namespace) -> str:
+    load_average = os.getloadavg()[0]
+    runs = measure_declares(args.declares)
+    for run in runs:
+        print(
+            f"{run.setup}, client on {run.client_on}: "
+            f"declares {run.declares.rate:,.0f}/s p50 {run.declares.percentile(0.5):.2f} ms p99 {run.declares.percentile(0.99):.2f} ms; "
+            f"deletes {run.deletes.rate:,.0f}/s p50 {run.deletes.percentile(0.5):.2f} ms p99 {run.deletes.percentile(0.99):.2f} ms",
+            flush=True,
+        )  # fmt: skip
+    return render_declares(runs, load_average)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=5000, help="commands per throughput run")
+    parser.add_argument("--entries", type=int, default=100_000, help="entries before the catch-up")
+    parser.add_argument("--failovers", type=int, default=5)
+    parser.add_argument(
+        "--declares", type=int, default=1000, help="queues declared, then deleted, per AMQP run"
+    )
+    parser.add_argument(
+        "--only", choices=PARTS, action="append", help="run only this part (may be repeated)"
+    )
+    parser.add_argument("--write", action="store_true", help="update bench/RESULTS.md")
+    args = parser.parse_args(argv)
+    runners = {"metadata": run_metadata, "declares": run_declares}
+    parts = {name: runners[name](args) for name in PARTS if name in (args.only or PARTS)}
+    print(join_parts(parts))
     if args.write:
-        write_section(section)
+        write_parts(parts)
     return 0
 
 
