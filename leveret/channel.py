@@ -6,16 +6,16 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from . import declare_rules as rules
+from . import shared_declares
 from .amqp import methods as m
 from .amqp.errors import AMQPError, ReplyCode, access_refused, not_found, precondition_failed
 from .amqp.fields import argument_types
 from .amqp.frames import content_frames, deliver_frames, get_ok_frames, method_frame, shortstr
-from . import declare_rules as rules
 from .declare_rules import FIELD_TYPE_NAMES
 from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, with_reply_address
 from .message import Message, check_properties, sender_selected
 from .names import consumer_tag as new_consumer_tag
-from . import shared_declares
 from .queues.classic import REJECTED, STORED, ClassicQueue
 from .queues.consumer import Consumer
 from .queues.entry import QueueEntry

@@ -248,7 +248,7 @@ class Session:
                 log.exception("channel %d: waiting for the cluster failed", channel.number)
                 self._handle_error(
                     channel.number,
-                    AMQPError(ReplyCode.INTERNAL_ERROR, "INTERNAL_ERROR", hard=True),
+                    AMQPError(ReplyCode.INTERNAL_ERROR, "the change could not be made; see the node's log", hard=True),
                 )
         self._handle_held()
         for open_channel in self.channels.values():
