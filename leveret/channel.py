@@ -293,14 +293,19 @@ class Channel:
             if not method.no_wait:
                 self.reply(m.QueueDeleteOk(0))
             return
-        self.session.check_exclusive_access(queue, method.ids)
-        if method.if_unused and queue.consumer_count:
-            raise precondition_failed(f"queue '{name}' in vhost '{self.vhost.name}' in use", method.ids)
-        if method.if_empty and queue.message_count:
-            raise precondition_failed(f"queue '{name}' in vhost '{self.vhost.name}' is not empty", method.ids)
+        self.check_deletable(queue, method)
         count = self.vhost.delete_queue(name)
         if not method.no_wait:
             self.reply(m.QueueDeleteOk(count))
+
+    def check_deletable(self, queue: ClassicQueue, method: m.QueueDelete) -> None:
+        """This connection may delete `queue`, and its if-unused / if-empty conditions hold."""
+        self.session.check_exclusive_access(queue, method.ids)
+        where = f"queue '{queue.name}' in vhost '{self.vhost.name}'"
+        if method.if_unused and queue.consumer_count:
+            raise precondition_failed(f"{where} in use", method.ids)
+        if method.if_empty and queue.message_count:
+            raise precondition_failed(f"{where} is not empty", method.ids)
 
     # --- consuming ----------------------------------------------------------------------------
 

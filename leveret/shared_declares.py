@@ -219,11 +219,7 @@ def queue_delete(channel: Channel, shared: SharedMetadata, name: str, method: m.
         _reply_unless(channel, method.no_wait, m.QueueDeleteOk(0))
         return
     if queue is not None:
-        session.check_exclusive_access(queue, method.ids)
-        if method.if_unused and queue.consumer_count:
-            raise precondition_failed(f"queue '{name}' in vhost '{vhost.name}' in use", method.ids)
-        if method.if_empty and queue.message_count:
-            raise precondition_failed(f"queue '{name}' in vhost '{vhost.name}' is not empty", method.ids)
+        channel.check_deletable(queue, method)
     elif remote is not None and remote.exclusive_owner is not None:
         raise rules.exclusive_locked(name, vhost.name, method.ids)
     owner_tag = session.owner_tag if queue is not None and queue.exclusive_owner is session else None
