@@ -45,6 +45,12 @@ def _reply_unless(channel: Channel, no_wait: bool, method: m.Method) -> None:
         channel.reply(method)
 
 
+def _answer(channel: Channel, ok: m.Method | None) -> None:
+    """Send `ok`, the reply of a binding method (None when the client asked for no-wait)."""
+    if ok is not None:
+        channel.reply(ok)
+
+
 # --- exchanges ----------------------------------------------------------------------------------
 
 
@@ -121,7 +127,7 @@ def bind(
     binding = Binding.of(source, destination, kind, routing_key, arguments)  # type: ignore[arg-type]
     exchange.validate_binding(binding, ids)
     if exchange.has_binding(binding):
-        _reply_unless(channel, ok is None, ok or m.QueueBindOk())
+        _answer(channel, ok)
         return
 
     async def decide() -> None:
@@ -131,7 +137,7 @@ def bind(
         if reply["status"] == "not_found":
             check(reply.get("missing") != "source", reply.get("missing") != "destination")
 
-    channel.session.wait_then(channel, decide(), lambda _: _reply_unless(channel, ok is None, ok or m.QueueBindOk()))
+    channel.session.wait_then(channel, decide(), lambda _: _answer(channel, ok))
 
 
 def unbind(
@@ -151,11 +157,11 @@ def unbind(
     binding = Binding.of(source, destination, kind, routing_key, arguments)  # type: ignore[arg-type]
     exchange = vhost.exchanges.get(source)
     if exchange is None or not exchange.has_binding(binding):
-        _reply_unless(channel, ok is None, ok or m.QueueUnbindOk())
+        _answer(channel, ok)
         return
     command = commands.binding_command("unbind", vhost.name, binding)
     pending = _decide(shared, command, "Could not remove binding due to timeout", method.ids)
-    channel.session.wait_then(channel, pending, lambda _: _reply_unless(channel, ok is None, ok or m.QueueUnbindOk()))
+    channel.session.wait_then(channel, pending, lambda _: _answer(channel, ok))
 
 
 # --- queues -------------------------------------------------------------------------------------
