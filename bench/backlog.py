@@ -65,8 +65,10 @@ async def _wait_serving(url: str, queue: str, expected: int, timeout: float) -> 
             break
         await asyncio.sleep(_POLL_S)
     else:
-        raise RuntimeError(f"queue {queue!r} held {count} messages, not {expected}, "
-                           f"{timeout:.0f} s after the restart")
+        raise RuntimeError(
+            f"queue {queue!r} held {count} messages, not {expected}, "
+            f"{timeout:.0f} s after the restart"
+        )
     counted = time.monotonic() - started
     connection = await Connection.open(url, "leveret-bench-backlog-get")
     try:
@@ -78,8 +80,12 @@ async def _wait_serving(url: str, queue: str, expected: int, timeout: float) -> 
     return {"declare_ok_s": counted, "first_get_s": answered}
 
 
-def measure_backlog(broker: BrokerUnderTest, fill_args: Sequence[str],
-                    generator_cpu: int | None, settle_s: float = _SETTLE_S) -> dict[str, Any]:
+def measure_backlog(
+    broker: BrokerUnderTest,
+    fill_args: Sequence[str],
+    generator_cpu: int | None,
+    settle_s: float = _SETTLE_S,
+) -> dict[str, Any]:
     """Fill a durable queue with `fill_args` (perftest flags with -C and -u), read the broker's
     memory, restart it (SIGTERM, start again) and time it until it serves that queue."""
     config = config_from_args(build_parser().parse_args(["--uri", broker.url, *fill_args]))
@@ -102,8 +108,7 @@ def measure_backlog(broker: BrokerUnderTest, fill_args: Sequence[str],
     start_started = time.monotonic()
     broker.start_server()
     accepting_s = time.monotonic() - start_started
-    serving = run(_wait_serving(broker.url, config.queue, expected,
-                                _SERVE_TIMEOUT_S - accepting_s))
+    serving = run(_wait_serving(broker.url, config.queue, expected, _SERVE_TIMEOUT_S - accepting_s))
     rss_serving = _rss_mib(broker)
     rss_serving_settled = _settled_rss_mib(broker, settle_s)
     run(_delete_queue(broker.url, config.queue))
@@ -120,8 +125,11 @@ def measure_backlog(broker: BrokerUnderTest, fill_args: Sequence[str],
         "fill_msg_s": rate,
         "fill_peak_rss_mib": round(sampler.peak_rss_kib(start_ns, end_ns) / _MIB, 1),
         "fill_broker_cpu_cores_used": round(cores, 2) if cores is not None else None,
-        "fill_other_cpu_cores_used": (round(max(machine - cores - generator, 0.0), 2)
-                                      if machine is not None and cores is not None else None),
+        "fill_other_cpu_cores_used": (
+            round(max(machine - cores - generator, 0.0), 2)
+            if machine is not None and cores is not None
+            else None
+        ),
         "fill_disk_write_bytes_per_msg": round(written / rate) if written and rate else None,
         "rss_filled_mib": rss_filled,
         "rss_settled_mib": rss_settled,

@@ -148,8 +148,12 @@ class _LeveretBroker:
         self._ports_file.unlink(missing_ok=True)  # a new one says this start is ready
         with open(self._log_file, "ab") as log:
             self._process = subprocess.Popen(
-                self._argv, cwd=REPO_ROOT, start_new_session=True, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT,
+                self._argv,
+                cwd=REPO_ROOT,
+                start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         ports = _wait_ports_file(self._process, self._ports_file, self._log_file, self._timeout)
         self._amqp_port = ports["amqp"]
@@ -161,15 +165,27 @@ class _LeveretBroker:
 
 @contextmanager
 def running_leveret(
-    cpu: int | None, command: Sequence[str] | None = None, timeout: float = 60.0,
+    cpu: int | None,
+    command: Sequence[str] | None = None,
+    timeout: float = 60.0,
 ) -> Iterator[BrokerUnderTest]:
     """A Leveret node on ephemeral ports (DESIGN.md section 3), pinned to `cpu`."""
     base = Path(tempfile.mkdtemp(prefix="leveret-bench-node-"))
     ports_file = base / "ports.json"
     argv = [
-        *_die_with_parent(), *_pin(cpu), *(command or default_leveret_command()),
-        "--amqp-port", "0", "--mgmt-port", "0", "--cluster-port", "0",
-        "--data-dir", str(base / "data"), "--ports-file", str(ports_file),
+        *_die_with_parent(),
+        *_pin(cpu),
+        *(command or default_leveret_command()),
+        "--amqp-port",
+        "0",
+        "--mgmt-port",
+        "0",
+        "--cluster-port",
+        "0",
+        "--data-dir",
+        str(base / "data"),
+        "--ports-file",
+        str(ports_file),
     ]
     broker = _LeveretBroker(argv, ports_file, base / "leveret.log", timeout)
     try:
@@ -181,7 +197,10 @@ def running_leveret(
 
 
 def _wait_ports_file(
-    process: subprocess.Popen[bytes], ports_file: Path, log_file: Path, timeout: float,
+    process: subprocess.Popen[bytes],
+    ports_file: Path,
+    log_file: Path,
+    timeout: float,
 ) -> dict[str, int]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -207,7 +226,10 @@ def erlang_otp_release() -> str | None:
     try:
         completed = subprocess.run(
             [erl, "-noshell", "-eval", expression],
-            check=False, capture_output=True, text=True, timeout=30,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

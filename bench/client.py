@@ -132,7 +132,8 @@ class _Protocol(asyncio.Protocol):
                 elif method_id == wire.BASIC_ACK or method_id == wire.BASIC_NACK:
                     if self.on_confirm is not None:
                         self.on_confirm(
-                            unpack_u64(buffer, payload + 4)[0], bool(buffer[payload + 12] & 1),
+                            unpack_u64(buffer, payload + 4)[0],
+                            bool(buffer[payload + 12] & 1),
                             method_id == wire.BASIC_NACK,
                         )
                 else:
@@ -210,7 +211,10 @@ class Connection:
     """One AMQP connection with one open channel (channel 1), as each generator role uses."""
 
     def __init__(
-        self, protocol: _Protocol, server_properties: dict[str, Any], frame_max: int,
+        self,
+        protocol: _Protocol,
+        server_properties: dict[str, Any],
+        frame_max: int,
     ) -> None:
         self._protocol = protocol
         self.server_properties = server_properties
@@ -218,7 +222,10 @@ class Connection:
 
     @classmethod
     async def open(
-        cls, uri: str, connection_name: str = "leveret-bench", timeout: float = 30.0,
+        cls,
+        uri: str,
+        connection_name: str = "leveret-bench",
+        timeout: float = 30.0,
     ) -> Connection:
         endpoint = parse_uri(uri)
         loop = asyncio.get_running_loop()
@@ -235,10 +242,17 @@ class Connection:
         reader.octet(), reader.octet()
         server_properties = reader.table()
         tune = protocol.expect(wire.CONNECTION_TUNE)
-        capabilities = {"publisher_confirms": True, "consumer_cancel_notify": True,
-                        "basic.nack": True, "connection.blocked": True}
-        client_properties = {"product": "leveret-bench", "connection_name": name,
-                             "capabilities": capabilities}
+        capabilities = {
+            "publisher_confirms": True,
+            "consumer_cancel_notify": True,
+            "basic.nack": True,
+            "connection.blocked": True,
+        }
+        client_properties = {
+            "product": "leveret-bench",
+            "connection_name": name,
+            "capabilities": capabilities,
+        }
         protocol.write(wire.start_ok(endpoint.user, endpoint.password, client_properties))
         reader = wire.Reader(await tune, 4)
         channel_max, frame_max, _heartbeat = reader.short(), reader.long(), reader.short()
@@ -266,14 +280,25 @@ class Connection:
         await self._call(wire.exchange_delete(CHANNEL, exchange), wire.EXCHANGE_DELETE_OK)
 
     async def queue_declare(
-        self, queue: str, *, durable: bool = False, exclusive: bool = False,
-        auto_delete: bool = False, arguments: Mapping[str, Any] | None = None,
+        self,
+        queue: str,
+        *,
+        durable: bool = False,
+        exclusive: bool = False,
+        auto_delete: bool = False,
+        arguments: Mapping[str, Any] | None = None,
         passive: bool = False,
     ) -> tuple[str, int, int]:
         """Declare (or with `passive`, look up) a queue: (name, message count, consumer count)."""
-        frame = wire.queue_declare(CHANNEL, queue, durable=durable, exclusive=exclusive,
-                                   auto_delete=auto_delete, arguments=arguments or {},
-                                   passive=passive)
+        frame = wire.queue_declare(
+            CHANNEL,
+            queue,
+            durable=durable,
+            exclusive=exclusive,
+            auto_delete=auto_delete,
+            arguments=arguments or {},
+            passive=passive,
+        )
         reader = await self._call(frame, wire.QUEUE_DECLARE_OK)
         return reader.shortstr(), reader.long(), reader.long()
 
@@ -304,11 +329,17 @@ class Connection:
         await self._call(wire.confirm_select(CHANNEL), wire.CONFIRM_SELECT_OK)
 
     async def basic_consume(
-        self, queue: str, consumer_tag: str, *, no_ack: bool, on_deliveries: DeliveryHandler,
+        self,
+        queue: str,
+        consumer_tag: str,
+        *,
+        no_ack: bool,
+        on_deliveries: DeliveryHandler,
     ) -> None:
         self._protocol.on_deliveries = on_deliveries
-        await self._call(wire.basic_consume(CHANNEL, queue, consumer_tag, no_ack=no_ack),
-                         wire.BASIC_CONSUME_OK)
+        await self._call(
+            wire.basic_consume(CHANNEL, queue, consumer_tag, no_ack=no_ack), wire.BASIC_CONSUME_OK
+        )
 
     def write(self, data: bytes) -> None:
         """Send raw frames (batches of publishes or acks) without waiting."""

@@ -24,7 +24,7 @@ class LatencyRecorder:
         """Record latencies of messages received at `received_ns`; negative stamps are skipped."""
         self.seen += len(stamps)
         if self.stride > 1:
-            stamps = stamps[::self.stride]
+            stamps = stamps[:: self.stride]
         self._samples.extend([received_ns - stamp for stamp in stamps if stamp >= 0])
         if len(self._samples) > self._capacity:
             self._samples = self._samples[::2]
@@ -52,8 +52,15 @@ def percentile(sorted_samples: Sequence[int], fraction: float) -> int:
 def summarise_us(sorted_samples: Sequence[int]) -> dict[str, float | int | None]:
     """p50 / p95 / p99 / min / max / mean in microseconds (None when nothing was measured)."""
     if not sorted_samples:
-        return {"p50": None, "p95": None, "p99": None, "min": None, "max": None, "mean": None,
-                "samples": 0}
+        return {
+            "p50": None,
+            "p95": None,
+            "p99": None,
+            "min": None,
+            "max": None,
+            "mean": None,
+            "samples": 0,
+        }
     return {
         "p50": round(percentile(sorted_samples, 0.50) / 1000, 1),
         "p95": round(percentile(sorted_samples, 0.95) / 1000, 1),

@@ -67,47 +67,100 @@ class PerfTestConfig:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="perftest", add_help=False,
+        prog="perftest",
+        add_help=False,
         description="AMQP load generator with RabbitMQ PerfTest's flags where they map.",
     )
     parser.add_argument("--help", action="help", help="show this help and exit")
     parser.add_argument("-h", "--uri", default=PerfTestConfig.uri, help="broker URI")
     parser.add_argument("-x", "--producers", type=int, default=1)
     parser.add_argument("-y", "--consumers", type=int, default=1)
-    parser.add_argument("-s", "--size", type=int, default=12,
-                        help="message size in bytes (8 or more carries a latency stamp)")
+    parser.add_argument(
+        "-s",
+        "--size",
+        type=int,
+        default=12,
+        help="message size in bytes (8 or more carries a latency stamp)",
+    )
     parser.add_argument("-u", "--queue", default="", help="queue name (default: a fresh one)")
-    parser.add_argument("--queue-pattern", default="",
-                        help="several queues, e.g. 'q-%%d' (consumers spread over them)")
+    parser.add_argument(
+        "--queue-pattern",
+        default="",
+        help="several queues, e.g. 'q-%%d' (consumers spread over them)",
+    )
     parser.add_argument("--queue-pattern-from", type=int, default=1)
     parser.add_argument("--queue-pattern-to", type=int, default=1)
-    parser.add_argument("--queue-args", default="",
-                        help="queue arguments, e.g. x-max-length=1000,x-overflow=drop-head")
+    parser.add_argument(
+        "--queue-args",
+        default="",
+        help="queue arguments, e.g. x-max-length=1000,x-overflow=drop-head",
+    )
     parser.add_argument("-e", "--exchange", default="", help="exchange (default: the default one)")
-    parser.add_argument("-t", "--type", default="",
-                        help="declare the exchange with this type (direct, fanout, topic, ...)")
-    parser.add_argument("-k", "--routing-key", default="",
-                        help="routing key (default: the queue name)")
+    parser.add_argument(
+        "-t",
+        "--type",
+        default="",
+        help="declare the exchange with this type (direct, fanout, topic, ...)",
+    )
+    parser.add_argument(
+        "-k", "--routing-key", default="", help="routing key (default: the queue name)"
+    )
     parser.add_argument("--durable", action="store_true", help="declare the queue durable")
-    parser.add_argument("-f", "--flag", action="append", default=[],
-                        choices=["persistent", "mandatory"], help="message flags (repeatable)")
-    parser.add_argument("-c", "--confirm", type=int, default=0,
-                        help="publisher confirms with at most this many unconfirmed (0: off)")
+    parser.add_argument(
+        "-f",
+        "--flag",
+        action="append",
+        default=[],
+        choices=["persistent", "mandatory"],
+        help="message flags (repeatable)",
+    )
+    parser.add_argument(
+        "-c",
+        "--confirm",
+        type=int,
+        default=0,
+        help="publisher confirms with at most this many unconfirmed (0: off)",
+    )
     parser.add_argument("-q", "--qos", type=int, default=0, help="consumer prefetch (0: unset)")
     parser.add_argument("-a", "--autoack", action="store_true", help="consume with auto-ack")
-    parser.add_argument("-m", "--multi-ack-every", type=int, default=0,
-                        help="ack with multiple=true every N messages (0: ack each one)")
-    parser.add_argument("-r", "--rate", type=float, default=0.0,
-                        help="publish rate per producer in msg/s (0: as fast as possible)")
-    parser.add_argument("--random-priority", type=int, default=None, metavar="MAX",
-                        help="give each message a priority drawn uniformly from 0..MAX")
-    parser.add_argument("-C", "--pmessages", type=int, default=0,
-                        help="messages per producer, then wait for their confirms and stop")
+    parser.add_argument(
+        "-m",
+        "--multi-ack-every",
+        type=int,
+        default=0,
+        help="ack with multiple=true every N messages (0: ack each one)",
+    )
+    parser.add_argument(
+        "-r",
+        "--rate",
+        type=float,
+        default=0.0,
+        help="publish rate per producer in msg/s (0: as fast as possible)",
+    )
+    parser.add_argument(
+        "--random-priority",
+        type=int,
+        default=None,
+        metavar="MAX",
+        help="give each message a priority drawn uniformly from 0..MAX",
+    )
+    parser.add_argument(
+        "-C",
+        "--pmessages",
+        type=int,
+        default=0,
+        help="messages per producer, then wait for their confirms and stop",
+    )
     parser.add_argument("-z", "--time", type=int, default=15, help="measured seconds")
-    parser.add_argument("--warmup", type=int, default=0,
-                        help="seconds run before the measured ones, not counted")
-    parser.add_argument("--processes", type=int, default=0,
-                        help="worker processes (0: one per producer and per consumer)")
+    parser.add_argument(
+        "--warmup", type=int, default=0, help="seconds run before the measured ones, not counted"
+    )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=0,
+        help="worker processes (0: one per producer and per consumer)",
+    )
     parser.add_argument("--batch", type=int, default=100, help="most publishes per socket write")
     parser.add_argument("--keep-queue", action="store_true", help="do not delete the queue")
     parser.add_argument("-o", "--output", default="", help="also write the JSON result here")
@@ -118,18 +171,33 @@ def config_from_args(args: argparse.Namespace) -> PerfTestConfig:
     if args.random_priority is not None and not 0 <= args.random_priority <= 255:
         raise ValueError("--random-priority must be within 0..255")
     return PerfTestConfig(
-        uri=args.uri, producers=args.producers, consumers=args.consumers, size=args.size,
-        queue=args.queue, queue_pattern=args.queue_pattern,
-        queue_pattern_from=args.queue_pattern_from, queue_pattern_to=args.queue_pattern_to,
-        queue_args=topology.parse_queue_arguments(args.queue_args), exchange=args.exchange,
-        exchange_type=args.type, routing_key=args.routing_key,
-        durable=args.durable, persistent="persistent" in args.flag,
-        mandatory="mandatory" in args.flag, confirm=max(args.confirm, 0),
-        prefetch=max(args.qos, 0), auto_ack=args.autoack,
-        multi_ack_every=max(args.multi_ack_every, 0), rate=max(args.rate, 0.0),
-        random_priority=args.random_priority, producer_messages=max(args.pmessages, 0),
-        duration=args.time, warmup=max(args.warmup, 0), processes=max(args.processes, 0),
-        batch=max(args.batch, 1), keep_queue=args.keep_queue,
+        uri=args.uri,
+        producers=args.producers,
+        consumers=args.consumers,
+        size=args.size,
+        queue=args.queue,
+        queue_pattern=args.queue_pattern,
+        queue_pattern_from=args.queue_pattern_from,
+        queue_pattern_to=args.queue_pattern_to,
+        queue_args=topology.parse_queue_arguments(args.queue_args),
+        exchange=args.exchange,
+        exchange_type=args.type,
+        routing_key=args.routing_key,
+        durable=args.durable,
+        persistent="persistent" in args.flag,
+        mandatory="mandatory" in args.flag,
+        confirm=max(args.confirm, 0),
+        prefetch=max(args.qos, 0),
+        auto_ack=args.autoack,
+        multi_ack_every=max(args.multi_ack_every, 0),
+        rate=max(args.rate, 0.0),
+        random_priority=args.random_priority,
+        producer_messages=max(args.pmessages, 0),
+        duration=args.time,
+        warmup=max(args.warmup, 0),
+        processes=max(args.processes, 0),
+        batch=max(args.batch, 1),
+        keep_queue=args.keep_queue,
     )
 
 
@@ -143,11 +211,15 @@ def _redacted(uri: str) -> str:
 
 def _topology(config: PerfTestConfig) -> topology.Topology:
     queue = config.queue or f"leveret-bench-{uuid.uuid4().hex[:8]}"
-    queues = topology.queue_names(queue, config.queue_pattern, config.queue_pattern_from,
-                                  config.queue_pattern_to)
+    queues = topology.queue_names(
+        queue, config.queue_pattern, config.queue_pattern_from, config.queue_pattern_to
+    )
     return topology.Topology(
-        queues=queues, exchange=config.exchange, exchange_type=config.exchange_type,
-        routing_key=config.routing_key or queues[0], durable=config.durable,
+        queues=queues,
+        exchange=config.exchange,
+        exchange_type=config.exchange_type,
+        routing_key=config.routing_key or queues[0],
+        durable=config.durable,
         queue_arguments=config.queue_args,
     )
 
@@ -162,8 +234,13 @@ def _plans(config: PerfTestConfig, settings: RoleSettings) -> list[WorkerPlan]:
     count = config.processes or len(roles)
     count = max(1, min(count, len(roles)))
     return [
-        WorkerPlan(worker=worker, roles=tuple(roles[worker::count]), settings=settings,
-                   measure_from_second=config.warmup, ready_timeout=_READY_TIMEOUT_S)
+        WorkerPlan(
+            worker=worker,
+            roles=tuple(roles[worker::count]),
+            settings=settings,
+            measure_from_second=config.warmup,
+            ready_timeout=_READY_TIMEOUT_S,
+        )
         for worker in range(count)
     ]
 
@@ -179,12 +256,22 @@ def run_perftest(config: PerfTestConfig) -> dict[str, Any]:
     target = _topology(config)
     seconds = config.warmup + config.duration
     settings = RoleSettings(
-        uri=config.uri, queues=target.queues, exchange=config.exchange,
-        routing_key=target.routing_key, size=config.size, persistent=config.persistent,
-        mandatory=config.mandatory, confirm_window=config.confirm, rate=config.rate,
-        prefetch=config.prefetch, auto_ack=config.auto_ack,
-        multi_ack_every=config.multi_ack_every, batch=config.batch, seconds=seconds,
-        random_priority=config.random_priority, max_messages=config.producer_messages,
+        uri=config.uri,
+        queues=target.queues,
+        exchange=config.exchange,
+        routing_key=target.routing_key,
+        size=config.size,
+        persistent=config.persistent,
+        mandatory=config.mandatory,
+        confirm_window=config.confirm,
+        rate=config.rate,
+        prefetch=config.prefetch,
+        auto_ack=config.auto_ack,
+        multi_ack_every=config.multi_ack_every,
+        batch=config.batch,
+        seconds=seconds,
+        random_priority=config.random_priority,
+        max_messages=config.producer_messages,
     )
     server_properties = run(topology.declare(config.uri, target))
     try:
@@ -203,8 +290,12 @@ def _run_workers(config: PerfTestConfig, settings: RoleSettings) -> dict[str, An
     start_ns = context.Value("q", 0)
     plans = _plans(config, settings)
     processes = [
-        context.Process(target=worker_main, args=(plan, ready, results, go, start_ns),
-                        name=f"perftest-worker-{plan.worker}", daemon=True)
+        context.Process(
+            target=worker_main,
+            args=(plan, ready, results, go, start_ns),
+            name=f"perftest-worker-{plan.worker}",
+            daemon=True,
+        )
         for plan in plans
     ]
     for process in processes:
@@ -235,8 +326,11 @@ def _run_workers(config: PerfTestConfig, settings: RoleSettings) -> dict[str, An
 
 
 def _check_workers_alive(processes: list[Any]) -> None:
-    crashed = [f"{process.name} (exit {process.exitcode})" for process in processes
-               if process.exitcode not in (None, 0)]
+    crashed = [
+        f"{process.name} (exit {process.exitcode})"
+        for process in processes
+        if process.exitcode not in (None, 0)
+    ]
     if crashed:
         raise RuntimeError("workers crashed: " + ", ".join(crashed))
 
@@ -269,7 +363,9 @@ def _run_end_ns(config: PerfTestConfig, outcome: dict[str, Any]) -> int:
 
 
 def _summarise(
-    config: PerfTestConfig, target: topology.Topology, server_properties: dict[str, Any],
+    config: PerfTestConfig,
+    target: topology.Topology,
+    server_properties: dict[str, Any],
     outcome: dict[str, Any],
 ) -> dict[str, Any]:
     seconds = config.warmup + config.duration
@@ -286,10 +382,12 @@ def _summarise(
     per_worker = []
     for worker in outcome["workers"]:
         cpu_seconds += worker["cpu_seconds"]
-        per_worker.append({
-            "roles": [report["role"] for report in worker["reports"]],
-            "cpu_cores_used": round(worker["cpu_seconds"] / run_s, 2),
-        })
+        per_worker.append(
+            {
+                "roles": [report["role"] for report in worker["reports"]],
+                "cpu_cores_used": round(worker["cpu_seconds"] / run_s, 2),
+            }
+        )
         for report in worker["reports"]:
             for name, counts in totals.items():
                 for second, count in enumerate(report[name]):
@@ -324,7 +422,7 @@ def _summarise(
         "latency_us": summarise_us(merge_samples(latency_chunks)),
         "latency_sampling_stride": max(strides, default=1),
         # Cut at the run's real end: a run ended by -C leaves the rest of -z empty.
-        "per_second": {name: counts[:math.ceil(run_s)] for name, counts in totals.items()},
+        "per_second": {name: counts[: math.ceil(run_s)] for name, counts in totals.items()},
         # CLOCK_MONOTONIC is shared by all processes of a machine, so others can line up with it.
         "measured_window_monotonic_ns": [start_ns + config.warmup * _NS, end_ns],
         "measured_s": round(measured_s, 3),

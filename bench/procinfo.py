@@ -128,9 +128,15 @@ class UsageSampler:
     def _sample(self) -> None:
         while True:
             pids = process_group_pids(self._pgid)
-            self.samples.append(UsageSample(
-                time.monotonic_ns(), cpu_seconds(pids), rss_kib(pids), machine_busy_seconds(),
-                write_bytes(pids)))
+            self.samples.append(
+                UsageSample(
+                    time.monotonic_ns(),
+                    cpu_seconds(pids),
+                    rss_kib(pids),
+                    machine_busy_seconds(),
+                    write_bytes(pids),
+                )
+            )
             if self._stop.wait(self._interval):
                 return
 

@@ -73,8 +73,10 @@ def headline_rate(result: dict[str, Any]) -> float:
 def describe_entry(entry: dict[str, Any]) -> str:
     """One line for the console while a run goes on."""
     if entry.get("kind") == BACKLOG:
-        return (f"fill {entry['fill_msg_s']:,.0f} msg/s, RSS {entry['rss_settled_mib']:.0f} MiB, "
-                f"restart: stop {entry['stop_s']:.1f} s, first get {entry['start_first_get_s']} s")
+        return (
+            f"fill {entry['fill_msg_s']:,.0f} msg/s, RSS {entry['rss_settled_mib']:.0f} MiB, "
+            f"restart: stop {entry['stop_s']:.1f} s, first get {entry['start_first_get_s']} s"
+        )
     result = entry["result"]
     return f"{headline_rate(result):,.0f} msg/s, p99 {result['latency_us']['p99']} µs"
 
@@ -104,7 +106,8 @@ def _seconds(value: float | None) -> str:
 
 def _entry(results: dict[str, Any], broker: str, scenario: str) -> dict[str, Any] | None:
     entry: dict[str, Any] | None = (
-        results["brokers"].get(broker, {}).get("scenarios", {}).get(scenario))
+        results["brokers"].get(broker, {}).get("scenarios", {}).get(scenario)
+    )
     return entry
 
 
@@ -195,8 +198,10 @@ def _entries(results: dict[str, Any], broker: str) -> list[dict[str, Any]]:
 
 
 def _runs_table(results: dict[str, Any]) -> list[str]:
-    lines = ["| Broker | Version | Dates (UTC) | Measured + warm-up s | Machine |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| Broker | Version | Dates (UTC) | Measured + warm-up s | Machine |",
+        "|---|---|---|---|---|",
+    ]
     for broker in BROKERS:
         run = results["brokers"].get(broker)
         if run is None:
@@ -204,11 +209,18 @@ def _runs_table(results: dict[str, Any]) -> list[str]:
             continue
         entries = _entries(results, broker)
         dates = sorted({entry["date"] for entry in entries if entry.get("date")})
-        timings = sorted({_timing(entry, run.get("settings", {}))
-                          for entry in entries if entry.get("kind") != BACKLOG})
+        timings = sorted(
+            {
+                _timing(entry, run.get("settings", {}))
+                for entry in entries
+                if entry.get("kind") != BACKLOG
+            }
+        )
         span = f"{dates[0]} – {dates[-1]}" if len(dates) > 1 else "".join(dates)
-        lines.append(f"| {_TITLES[broker]} | {run['version']} | {span} | {', '.join(timings)} "
-                     f"| {_machine(run['machine'])} |")
+        lines.append(
+            f"| {_TITLES[broker]} | {run['version']} | {span} | {', '.join(timings)} "
+            f"| {_machine(run['machine'])} |"
+        )
     return lines
 
 
@@ -231,8 +243,10 @@ def _notes(results: dict[str, Any]) -> list[str]:
             lines.append(f"- {_TITLES[broker]} ({', '.join(names)}): {note}")
         run = results["brokers"].get(broker, {})
         for name, error in run.get("failures", {}).items():
-            lines.append(f"- {_TITLES[broker]}: {name} failed in the run of {run['date']} "
-                         f"(figures shown are older, if any): {error[:300]}")
+            lines.append(
+                f"- {_TITLES[broker]}: {name} failed in the run of {run['date']} "
+                f"(figures shown are older, if any): {error[:300]}"
+            )
     return lines
 
 
@@ -249,14 +263,19 @@ def render_markdown(results: dict[str, Any]) -> str:
         "disk B/msg is what the broker wrote to storage per message published;",
         "other CPU is what the rest of the machine used meanwhile (near 0 for clean figures).",
         "",
-        ("| Scenario | Broker | msg/s | published msg/s | confirmed msg/s | p50 ms | p95 ms "
-         "| p99 ms | broker peak RSS MiB | broker CPU | disk B/msg | generator CPU | other CPU "
-         "| Leveret / RabbitMQ |"),
+        (
+            "| Scenario | Broker | msg/s | published msg/s | confirmed msg/s | p50 ms | p95 ms "
+            "| p99 ms | broker peak RSS MiB | broker CPU | disk B/msg | generator CPU | other CPU "
+            "| Leveret / RabbitMQ |"
+        ),
         "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     names = _scenario_names(results)
-    backlog = [name for name in names if is_backlog(name, _entry(results, "leveret", name)
-                                                    or _entry(results, "rabbitmq", name))]
+    backlog = [
+        name
+        for name in names
+        if is_backlog(name, _entry(results, "leveret", name) or _entry(results, "rabbitmq", name))
+    ]
     for name in names:
         if name not in backlog:
             lines += [_row(results, name, broker) for broker in BROKERS]
@@ -270,10 +289,12 @@ def render_markdown(results: dict[str, Any]) -> str:
             "run from SIGTERM (stop) and from launching the broker again (start); they are read",
             "by polling, to within about 0.2 s.",
             "",
-            ("| Scenario | Broker | fill msg/s | fill peak RSS MiB | RSS full MiB | disk B/msg "
-             "| fill broker CPU | fill other CPU | stop s | start: accepting s "
-             "| start: declare-ok with all s | start: first get s | RSS after restart MiB "
-             "| Leveret / RabbitMQ |"),
+            (
+                "| Scenario | Broker | fill msg/s | fill peak RSS MiB | RSS full MiB | disk B/msg "
+                "| fill broker CPU | fill other CPU | stop s | start: accepting s "
+                "| start: declare-ok with all s | start: first get s | RSS after restart MiB "
+                "| Leveret / RabbitMQ |"
+            ),
             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
         ]
         for name in backlog:
@@ -284,8 +305,10 @@ def render_markdown(results: dict[str, Any]) -> str:
         lines += ["", "## Notes", "", *notes]
     lines += ["", "## Scenarios", ""]
     for scenario in SCENARIOS:
-        lines.append(f"- `{scenario.name}`: {scenario.description} "
-                     f"(`perftest {' '.join(scenario.perftest_args)}`).")
+        lines.append(
+            f"- `{scenario.name}`: {scenario.description} "
+            f"(`perftest {' '.join(scenario.perftest_args)}`)."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -299,5 +322,7 @@ def keep_foreign_sections(rendered: str, previous: str) -> str:
 
 
 def _machine(machine: dict[str, Any]) -> str:
-    return (f"{machine['cpu_model']}, {machine['cpu_count']} cores, {machine['memory_gib']} GiB, "
-            f"Linux {machine['kernel']}, Python {machine['python']}")
+    return (
+        f"{machine['cpu_model']}, {machine['cpu_count']} cores, {machine['memory_gib']} GiB, "
+        f"Linux {machine['kernel']}, Python {machine['python']}"
+    )

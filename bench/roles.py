@@ -106,8 +106,13 @@ def _publish_heads(settings: RoleSettings, frame_max: int) -> tuple[list[bytes],
     sizes: list[int] = []
     for priority in priorities:
         head, sizes = wire.publish_template(
-            CHANNEL, settings.exchange, settings.routing_key, settings.size,
-            persistent=settings.persistent, mandatory=settings.mandatory, frame_max=frame_max,
+            CHANNEL,
+            settings.exchange,
+            settings.routing_key,
+            settings.size,
+            persistent=settings.persistent,
+            mandatory=settings.mandatory,
+            frame_max=frame_max,
             priority=priority,
         )
         heads.append(head)
@@ -194,7 +199,11 @@ class Consumer:
     """Consumes until the run ends, acknowledging as configured and recording latencies."""
 
     def __init__(
-        self, settings: RoleSettings, name: str, measure_from_second: int, index: int = 0,
+        self,
+        settings: RoleSettings,
+        name: str,
+        measure_from_second: int,
+        index: int = 0,
     ) -> None:
         self._settings = settings
         self._name = name
@@ -243,8 +252,9 @@ class Consumer:
                 write(b"".join([ack(1, CHANNEL, 13, 60, 80, tag, 0, 0xCE) for tag in tags]))
 
         await _wait_until(start_ns)
-        await connection.basic_consume(self._queue, self._name, no_ack=settings.auto_ack,
-                                       on_deliveries=on_deliveries)
+        await connection.basic_consume(
+            self._queue, self._name, no_ack=settings.auto_ack, on_deliveries=on_deliveries
+        )
         await _wait_event(connection.closed_event, end_ns)
         self.report.ended_ns = time.monotonic_ns()
         connection.stop_handlers()

@@ -44,11 +44,13 @@ async def declare(uri: str, topology: Topology) -> dict[str, Any]:
     connection = await Connection.open(uri, "leveret-bench-setup")
     try:
         if topology.exchange_type:
-            await connection.exchange_declare(topology.exchange, topology.exchange_type,
-                                              durable=topology.durable)
+            await connection.exchange_declare(
+                topology.exchange, topology.exchange_type, durable=topology.durable
+            )
         for queue in topology.queues:
-            await connection.queue_declare(queue, durable=topology.durable,
-                                           arguments=topology.queue_arguments)
+            await connection.queue_declare(
+                queue, durable=topology.durable, arguments=topology.queue_arguments
+            )
             await connection.queue_purge(queue)
             if topology.exchange:
                 await connection.queue_bind(queue, topology.exchange, topology.routing_key)

@@ -140,8 +140,14 @@ def exchange_delete(channel: int, exchange: str) -> bytes:
 
 
 def queue_declare(
-    channel: int, queue: str, *, durable: bool, exclusive: bool, auto_delete: bool,
-    arguments: Mapping[str, Any], passive: bool = False,
+    channel: int,
+    queue: str,
+    *,
+    durable: bool,
+    exclusive: bool,
+    auto_delete: bool,
+    arguments: Mapping[str, Any],
+    passive: bool = False,
 ) -> bytes:
     flags = bits(passive, durable, exclusive, auto_delete, False)
     return method_frame(channel, 0x0032000A, b"\0\0" + shortstr(queue) + flags + table(arguments))
@@ -185,8 +191,15 @@ def basic_ack(channel: int, delivery_tag: int, multiple: bool) -> bytes:
 
 
 def publish_template(
-    channel: int, exchange: str, routing_key: str, body_size: int, *, persistent: bool,
-    mandatory: bool, frame_max: int, priority: int | None = None,
+    channel: int,
+    exchange: str,
+    routing_key: str,
+    body_size: int,
+    *,
+    persistent: bool,
+    mandatory: bool,
+    frame_max: int,
+    priority: int | None = None,
 ) -> tuple[bytes, list[int]]:
     """Frames of one publish except the body bytes: (method + header frames, body frame sizes).
 
@@ -221,7 +234,7 @@ def body_frames(channel: int, body: bytes, sizes: list[int]) -> bytes:
     offset = 0
     for size in sizes:
         parts.append(FRAME_PREFIX.pack(FRAME_BODY, channel, size))
-        parts.append(body[offset:offset + size])
+        parts.append(body[offset : offset + size])
         parts.append(FRAME_END_BYTE)
         offset += size
     return b"".join(parts)
@@ -256,13 +269,13 @@ class Reader:
 
     def shortstr(self) -> str:
         length = self.octet()
-        raw = self._data[self._offset:self._offset + length]
+        raw = self._data[self._offset : self._offset + length]
         self._offset += length
         return raw.decode(errors="replace")
 
     def longstr(self) -> bytes:
         length = self.long()
-        raw = self._data[self._offset:self._offset + length]
+        raw = self._data[self._offset : self._offset + length]
         self._offset += length
         return bytes(raw)
 
@@ -276,8 +289,19 @@ class Reader:
 
     def _field_value(self) -> Any:
         kind = chr(self.octet())
-        fixed = {"b": ">b", "B": ">B", "s": ">h", "u": ">H", "I": ">i", "i": ">I",
-                 "l": ">q", "L": ">Q", "f": ">f", "d": ">d", "T": ">Q"}
+        fixed = {
+            "b": ">b",
+            "B": ">B",
+            "s": ">h",
+            "u": ">H",
+            "I": ">i",
+            "i": ">I",
+            "l": ">q",
+            "L": ">Q",
+            "f": ">f",
+            "d": ">d",
+            "T": ">Q",
+        }
         if kind in fixed:
             fmt = fixed[kind]
             (value,) = struct.unpack_from(fmt, self._data, self._offset)
@@ -298,7 +322,7 @@ class Reader:
             return items
         if kind == "D":
             scale = self.octet()
-            return self.long() / (10 ** scale)
+            return self.long() / (10**scale)
         if kind == "V":
             return None
         raise ValueError(f"unknown field type {kind!r}")

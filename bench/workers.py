@@ -35,14 +35,22 @@ class WorkerPlan:
 
 
 def worker_main(
-    plan: WorkerPlan, ready: _Queue, results: _Queue, go: _Signal, start_ns: _SharedInt,
+    plan: WorkerPlan,
+    ready: _Queue,
+    results: _Queue,
+    go: _Signal,
+    start_ns: _SharedInt,
 ) -> None:
     """Process entry point: connect every role, report ready, wait for go, run, report results."""
     run(_run_worker(plan, ready, results, go, start_ns))
 
 
 async def _run_worker(
-    plan: WorkerPlan, ready: _Queue, results: _Queue, go: _Signal, start_ns: _SharedInt,
+    plan: WorkerPlan,
+    ready: _Queue,
+    results: _Queue,
+    go: _Signal,
+    start_ns: _SharedInt,
 ) -> None:
     roles: list[Producer | Consumer] = []
     for kind, index in plan.roles:

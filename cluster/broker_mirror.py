@@ -35,7 +35,9 @@ _POLICY_KINDS = {"policy_changed": "policy", "operator_policy_changed": "operato
 class BrokerMirror:
     """Applies the replicated metadata to one node's broker."""
 
-    def __init__(self, broker: Broker, shared: SharedMetadata, state: Callable[[], MetadataState]) -> None:
+    def __init__(
+        self, broker: Broker, shared: SharedMetadata, state: Callable[[], MetadataState]
+    ) -> None:
         self._broker = broker
         self._shared = shared
         self._state = state
@@ -118,7 +120,9 @@ class BrokerMirror:
         if record is None:
             broker.permissions.pop((user, vhost), None)
         else:
-            broker.permissions[(user, vhost)] = Permission(record["configure"], record["write"], record["read"])
+            broker.permissions[(user, vhost)] = Permission(
+                record["configure"], record["write"], record["read"]
+            )
 
     # -- virtual hosts ---------------------------------------------------------------------
 
@@ -134,7 +138,10 @@ class BrokerMirror:
         metadata.tags = list(record.get("tags", []))
         for user, vhost_name in [(r["user"], r["vhost"]) for r in state.permissions(vhost=name)]:
             self._sync_permission(user, vhost_name)
-        for kind, records in (("policy", state.policies(name)), ("operator_policy", state.operator_policies(name))):
+        for kind, records in (
+            ("policy", state.policies(name)),
+            ("operator_policy", state.operator_policies(name)),
+        ):
             wanted = {r["name"] for r in records}
             for policy in broker.registry.policies(kind, name):  # type: ignore[arg-type]
                 if policy.name not in wanted:
@@ -165,7 +172,12 @@ class BrokerMirror:
             registry.clear_policy(kind, vhost, name)  # type: ignore[arg-type]
             return
         policy = Policy(
-            vhost, name, record["pattern"], record["definition"], record["priority"], record["apply_to"]
+            vhost,
+            name,
+            record["pattern"],
+            record["definition"],
+            record["priority"],
+            record["apply_to"],
         )
         if registry.policy(kind, vhost, name) != policy:  # type: ignore[arg-type]
             registry.set_policy(kind, policy)  # type: ignore[arg-type]
@@ -228,7 +240,9 @@ class BrokerMirror:
                     exchange.remove_binding(binding)
         for binding in wanted:
             source = vhost.exchanges.get(binding.source)
-            if source is not None and vhost.has_destination(binding.destination_kind, binding.destination):
+            if source is not None and vhost.has_destination(
+                binding.destination_kind, binding.destination
+            ):
                 source.add_binding(binding)
 
     # -- queues ----------------------------------------------------------------------------

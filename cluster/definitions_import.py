@@ -23,25 +23,54 @@ def import_command(broker: Broker, node_name: str) -> Command:
     for name in broker.vhosts:
         metadata = registry.metadata(name)
         items.append(
-            {"op": "add_vhost", "name": name, "description": metadata.description, "tags": list(metadata.tags)}
+            {
+                "op": "add_vhost",
+                "name": name,
+                "description": metadata.description,
+                "tags": list(metadata.tags),
+            }
         )
     for user in broker.users.values():
-        items.append({"op": "put_user", "name": user.name, "password_hash": user.password_hash, "tags": list(user.tags)})
+        items.append(
+            {
+                "op": "put_user",
+                "name": user.name,
+                "password_hash": user.password_hash,
+                "tags": list(user.tags),
+            }
+        )
     for (user_name, vhost_name), permission in broker.permissions.items():
         items.append(
-            {"op": "set_permissions", "user": user_name, "vhost": vhost_name, "configure": permission.configure,
-             "write": permission.write, "read": permission.read}
+            {
+                "op": "set_permissions",
+                "user": user_name,
+                "vhost": vhost_name,
+                "configure": permission.configure,
+                "write": permission.write,
+                "read": permission.read,
+            }
         )
     for kind, policy in registry.all_policies():
         items.append(
-            {"op": "set_policy" if kind == "policy" else "set_operator_policy", "vhost": policy.vhost,
-             "name": policy.name, "pattern": policy.pattern, "apply_to": policy.apply_to,
-             "definition": policy.definition, "priority": policy.priority}
+            {
+                "op": "set_policy" if kind == "policy" else "set_operator_policy",
+                "vhost": policy.vhost,
+                "name": policy.name,
+                "pattern": policy.pattern,
+                "apply_to": policy.apply_to,
+                "definition": policy.definition,
+                "priority": policy.priority,
+            }
         )
     for parameter in registry.parameters():
         items.append(
-            {"op": "set_parameter", "component": parameter.component, "vhost": parameter.vhost,
-             "name": parameter.name, "value": parameter.value}
+            {
+                "op": "set_parameter",
+                "component": parameter.component,
+                "vhost": parameter.vhost,
+                "name": parameter.name,
+                "value": parameter.value,
+            }
         )
     for name, value in registry.global_parameters.items():
         # internal_cluster_id among them: the cluster keeps the identity of the node joined.
@@ -53,7 +82,11 @@ def import_command(broker: Broker, node_name: str) -> Command:
         for queue in vhost.queues.values():
             owner = queue.exclusive_owner
             decl = QueueDecl(
-                queue.durable, owner is not None, queue.auto_delete, queue.arguments, queue.argument_types
+                queue.durable,
+                owner is not None,
+                queue.auto_delete,
+                queue.arguments,
+                queue.argument_types,
             )
             owner_tag = owner.owner_tag if owner is not None else None
             items.append(commands.declare_queue(vhost.name, queue.name, decl, owner_tag, node_name))

@@ -79,7 +79,9 @@ class Broker:
                 self._apply(record)
             if self.stores is not None:
                 for vhost in self.vhosts.values():
-                    self.stores.forget_unknown_queues(vhost.name, {q.name for q in vhost.queues.values() if q.store})
+                    self.stores.forget_unknown_queues(
+                        vhost.name, {q.name for q in vhost.queues.values() if q.store}
+                    )
                 self.stores.finish_recovery()
         finally:
             self.definitions = journal
@@ -98,7 +100,9 @@ class Broker:
         if kind == "vhost":
             self.add_vhost(record["name"])
         elif kind == "user":
-            self.users[record["name"]] = User(record["name"], record["password_hash"], list(record["tags"]))
+            self.users[record["name"]] = User(
+                record["name"], record["password_hash"], list(record["tags"])
+            )
         elif kind == "permission":
             self.permissions[(record["user"], record["vhost"])] = Permission(
                 record["configure"], record["write"], record["read"]
@@ -148,8 +152,12 @@ class Broker:
     def _restore_registry(self, record: Record) -> None:
         for entry in record["policies"]:
             policy = Policy(
-                entry["vhost"], entry["name"], entry["pattern"], entry["definition"],
-                entry["priority"], entry["apply-to"],
+                entry["vhost"],
+                entry["name"],
+                entry["pattern"],
+                entry["definition"],
+                entry["priority"],
+                entry["apply-to"],
             )
             self.registry.set_policy(entry["policy_kind"], policy)
         for entry in record["parameters"]:
@@ -166,8 +174,14 @@ class Broker:
             for u in self.users.values()
         ]
         records += [
-            {"kind": "permission", "user": user, "vhost": vhost, "configure": p.configure,
-             "write": p.write, "read": p.read}
+            {
+                "kind": "permission",
+                "user": user,
+                "vhost": vhost,
+                "configure": p.configure,
+                "write": p.write,
+                "read": p.read,
+            }
             for (user, vhost), p in self.permissions.items()
         ]
         for vhost in self.vhosts.values():
@@ -206,10 +220,14 @@ class Broker:
     def add_vhost(self, name: str) -> VirtualHost:
         vhost = self.vhosts.get(name)
         if vhost is None:
-            vhost = self.vhosts[name] = VirtualHost(name, definitions=self.definitions, stores=self.stores)
+            vhost = self.vhosts[name] = VirtualHost(
+                name, definitions=self.definitions, stores=self.stores
+            )
             vhost.shared = self.shared
             vhost.on_queue_created = lambda queue: apply_to_queue(self.registry, queue)
-            vhost.on_exchange_created = lambda exchange: apply_to_exchange(self.registry, name, exchange)
+            vhost.on_exchange_created = lambda exchange: apply_to_exchange(
+                self.registry, name, exchange
+            )
             if self.definitions is not None:
                 self.definitions.put({"kind": "vhost", "name": name})
         return vhost
@@ -218,7 +236,12 @@ class Broker:
         user = self.users[name] = User(name, hash_password(password), list(tags or []))
         if self.definitions is not None:
             self.definitions.put(
-                {"kind": "user", "name": name, "password_hash": user.password_hash, "tags": user.tags}
+                {
+                    "kind": "user",
+                    "name": name,
+                    "password_hash": user.password_hash,
+                    "tags": user.tags,
+                }
             )
         return user
 
@@ -226,8 +249,14 @@ class Broker:
         self.permissions[(user, vhost)] = permission
         if self.definitions is not None:
             self.definitions.put(
-                {"kind": "permission", "user": user, "vhost": vhost, "configure": permission.configure,
-                 "write": permission.write, "read": permission.read}
+                {
+                    "kind": "permission",
+                    "user": user,
+                    "vhost": vhost,
+                    "configure": permission.configure,
+                    "write": permission.write,
+                    "read": permission.read,
+                }
             )
 
     # --- access -------------------------------------------------------------------------------

@@ -160,12 +160,24 @@ class Channel:
         if self.shared is not None:
             ok = None if method.no_wait else m.ExchangeBindOk()
             shared_declares.bind(
-                self, self.shared, method.source, method.destination, "exchange",
-                method.routing_key, method.arguments, method, ok,
+                self,
+                self.shared,
+                method.source,
+                method.destination,
+                "exchange",
+                method.routing_key,
+                method.arguments,
+                method,
+                ok,
             )
             return
         self.vhost.bind(
-            method.source, method.destination, "exchange", method.routing_key, method.arguments, method.ids
+            method.source,
+            method.destination,
+            "exchange",
+            method.routing_key,
+            method.arguments,
+            method.ids,
         )
         if not method.no_wait:
             self.reply(m.ExchangeBindOk())
@@ -176,12 +188,24 @@ class Channel:
         if self.shared is not None:
             ok = None if method.no_wait else m.ExchangeUnbindOk()
             shared_declares.unbind(
-                self, self.shared, method.source, method.destination, "exchange",
-                method.routing_key, method.arguments, method, ok,
+                self,
+                self.shared,
+                method.source,
+                method.destination,
+                "exchange",
+                method.routing_key,
+                method.arguments,
+                method,
+                ok,
             )
             return
         self.vhost.unbind(
-            method.source, method.destination, "exchange", method.routing_key, method.arguments, method.ids
+            method.source,
+            method.destination,
+            "exchange",
+            method.routing_key,
+            method.arguments,
+            method.ids,
         )
         if not method.no_wait:
             self.reply(m.ExchangeUnbindOk())
@@ -251,12 +275,21 @@ class Channel:
         if self.shared is not None:
             ok = None if method.no_wait else m.QueueBindOk()
             shared_declares.bind(
-                self, self.shared, method.exchange, name, "queue", method.routing_key,
-                method.arguments, method, ok,
+                self,
+                self.shared,
+                method.exchange,
+                name,
+                "queue",
+                method.routing_key,
+                method.arguments,
+                method,
+                ok,
             )
             return
         queue = self.vhost.queues[name]
-        self.vhost.bind(method.exchange, queue.name, "queue", method.routing_key, method.arguments, method.ids)
+        self.vhost.bind(
+            method.exchange, queue.name, "queue", method.routing_key, method.arguments, method.ids
+        )
         if not method.no_wait:
             self.reply(m.QueueBindOk())
 
@@ -266,12 +299,21 @@ class Channel:
         self._check("read", "exchange", method.exchange, method)
         if self.shared is not None:
             shared_declares.unbind(
-                self, self.shared, method.exchange, name, "queue", method.routing_key,
-                method.arguments, method, m.QueueUnbindOk(),
+                self,
+                self.shared,
+                method.exchange,
+                name,
+                "queue",
+                method.routing_key,
+                method.arguments,
+                method,
+                m.QueueUnbindOk(),
             )
             return
         queue = self.vhost.queues[name]
-        self.vhost.unbind(method.exchange, queue.name, "queue", method.routing_key, method.arguments, method.ids)
+        self.vhost.unbind(
+            method.exchange, queue.name, "queue", method.routing_key, method.arguments, method.ids
+        )
         self.reply(m.QueueUnbindOk())
 
     def _queue_purge(self, method: m.QueuePurge) -> None:
@@ -311,7 +353,9 @@ class Channel:
 
     def _basic_qos(self, method: m.BasicQos) -> None:
         if method.prefetch_size:
-            raise AMQPError(ReplyCode.NOT_IMPLEMENTED, f"prefetch_size!=0 ({method.prefetch_size})", method.ids)
+            raise AMQPError(
+                ReplyCode.NOT_IMPLEMENTED, f"prefetch_size!=0 ({method.prefetch_size})", method.ids
+            )
         if method.global_:
             self.channel_prefetch = method.prefetch_count
             self._dispatch_all()
@@ -321,15 +365,21 @@ class Channel:
 
     def _basic_consume(self, method: m.BasicConsume) -> None:
         tag = method.consumer_tag or new_consumer_tag()
-        if tag in self.consumers or (self.reply_consumer is not None and self.reply_consumer[0] == tag):
-            raise AMQPError(ReplyCode.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'", method.ids)
+        if tag in self.consumers or (
+            self.reply_consumer is not None and self.reply_consumer[0] == tag
+        ):
+            raise AMQPError(
+                ReplyCode.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'", method.ids
+            )
         if method.queue == REPLY_QUEUE:
             self._consume_replies(tag, method)
             return
         queue = self._owned_queue(method.queue, method)
         self._check("read", "queue", queue.name, method)
         if queue.has_exclusive_consumer() or (method.exclusive and queue.consumer_count):
-            raise access_refused(f"queue '{queue.name}' in vhost '{self.vhost.name}' in exclusive use", method.ids)
+            raise access_refused(
+                f"queue '{queue.name}' in vhost '{self.vhost.name}' in exclusive use", method.ids
+            )
         priority = method.arguments.get("x-priority", 0)
         if isinstance(priority, bool) or not isinstance(priority, int):
             wire_type = argument_types(method.arguments).get("x-priority", "")
@@ -491,7 +541,9 @@ class Channel:
             self._check_tag(method.delivery_tag, method.multiple, method)
             self._tx_acks.append(("nack", method.delivery_tag, method.multiple, method.requeue))
             return
-        self._reject(self._take_unacked(method.delivery_tag, method.multiple, method), method.requeue)
+        self._reject(
+            self._take_unacked(method.delivery_tag, method.multiple, method), method.requeue
+        )
 
     def _basic_reject(self, method: m.BasicReject) -> None:
         if self.transactional:
@@ -575,7 +627,9 @@ class Channel:
         message = Message(method.exchange, method.routing_key, header, body)
         problem = check_properties(message)
         if problem is not None:
-            raise AMQPError(ReplyCode.FRAME_ERROR, f"cannot decode content header: {problem}", method.ids)
+            raise AMQPError(
+                ReplyCode.FRAME_ERROR, f"cannot decode content header: {problem}", method.ids
+            )
         if message.has_flags:
             user_id = message.properties.user_id
             if user_id is not None and user_id != self.session.username:
@@ -619,7 +673,9 @@ class Channel:
         elif mandatory:
             self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
 
-    def _deliver_published(self, message: Message, queues: list[ClassicQueue], mandatory: bool) -> None:
+    def _deliver_published(
+        self, message: Message, queues: list[ClassicQueue], mandatory: bool
+    ) -> None:
         if not queues:
             if mandatory:
                 self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
@@ -649,7 +705,9 @@ class Channel:
     def _return(self, message: Message, code: int, text: str) -> None:
         payload = m.BasicReturn(code, text, message.exchange, message.routing_key).encode()
         self.session.write(
-            content_frames(self.number, payload, message.header, message.body, self.session.frame_max)
+            content_frames(
+                self.number, payload, message.header, message.body, self.session.frame_max
+            )
         )
 
     def flush_confirms(self) -> None:
@@ -738,7 +796,12 @@ class Channel:
         if self.closed:
             return
         if error is not None:
-            self.session.fail_channel(self, AMQPError(ReplyCode.INTERNAL_ERROR, "could not write the transaction to disk", (90, 20)))
+            self.session.fail_channel(
+                self,
+                AMQPError(
+                    ReplyCode.INTERNAL_ERROR, "could not write the transaction to disk", (90, 20)
+                ),
+            )
             return
         self.reply(m.TxCommitOk())
 

@@ -9,7 +9,9 @@ from .amqp.properties import encode_header_payload
 from .message import Message
 
 
-def dead_lettered(message: Message, queue: str, reason: str, exchange: str, routing_key: str) -> Message:
+def dead_lettered(
+    message: Message, queue: str, reason: str, exchange: str, routing_key: str
+) -> Message:
     """A copy of `message` for `exchange`, its headers carrying this death."""
     properties = message.properties
     headers: dict[str, Any] = dict(properties.headers or {})

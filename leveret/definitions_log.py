@@ -74,8 +74,15 @@ def _key(record: Record) -> tuple[Any, ...]:
         return (kind, record["vhost"], record["name"])
     if kind == "binding":
         arguments = json.dumps(record["arguments"], sort_keys=True)
-        return (kind, record["vhost"], record["source"], record["destination"],
-                record["destination_kind"], record["routing_key"], arguments)
+        return (
+            kind,
+            record["vhost"],
+            record["source"],
+            record["destination"],
+            record["destination_kind"],
+            record["routing_key"],
+            arguments,
+        )
     raise ValueError(f"unknown definition kind {kind!r}")
 
 
@@ -99,7 +106,9 @@ class DefinitionsLog:
                         continue
                     key = _key(entry["record"])
                     if entry["op"] == "put":
-                        live.pop(key, None)  # a redefinition moves to the end, after its dependencies
+                        live.pop(
+                            key, None
+                        )  # a redefinition moves to the end, after its dependencies
                         live[key] = entry["record"]
                     else:
                         live.pop(key, None)
@@ -109,7 +118,9 @@ class DefinitionsLog:
         """Rewrite the journal as just the live definitions (atomically), then open it for appends."""
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w", encoding="utf-8") as handle:
-            handle.writelines(json.dumps({"op": "put", "record": record}) + "\n" for record in records)
+            handle.writelines(
+                json.dumps({"op": "put", "record": record}) + "\n" for record in records
+            )
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.path)

@@ -14,7 +14,15 @@ _DELIVERY_MODE_BIT = 1 << 11  # property flag of delivery_mode (the 5th property
 class Message:
     """One published message; shared by every queue it is routed to."""
 
-    __slots__ = ("_exchange_and_key", "_properties", "body", "exchange", "header", "routing_key", "stored_body")
+    __slots__ = (
+        "_exchange_and_key",
+        "_properties",
+        "body",
+        "exchange",
+        "header",
+        "routing_key",
+        "stored_body",
+    )
 
     def __init__(self, exchange: str, routing_key: str, header: bytes, body: bytes) -> None:
         self.exchange = exchange
@@ -74,7 +82,11 @@ def sender_selected(message: Message) -> tuple[tuple[str, ...], Message]:
     for name in ("CC", "BCC"):
         value = headers.get(name)
         if isinstance(value, list):
-            keys += [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in value if isinstance(v, (str, bytes))]
+            keys += [
+                v.decode("utf-8", "replace") if isinstance(v, bytes) else v
+                for v in value
+                if isinstance(v, (str, bytes))
+            ]
     if "BCC" not in headers:
         return tuple(keys), message
     properties = message.properties

@@ -40,14 +40,19 @@ class MessageStores:
         if store is None:
             directory = self.root / _dir_name(vhost) / "shared"
             store = SharedStore(
-                str(directory), fs=self.fs, committer=self.committer, embed_threshold=self.embed_threshold
+                str(directory),
+                fs=self.fs,
+                committer=self.committer,
+                embed_threshold=self.embed_threshold,
             )
             self._shared[vhost] = store
         return store
 
     def open_queue(self, vhost: str, queue: str) -> QueueStore:
         directory = self.root / _dir_name(vhost) / "queues" / _dir_name(queue)
-        return QueueStore.open(str(directory), shared=self.shared(vhost), committer=self.committer, fs=self.fs)
+        return QueueStore.open(
+            str(directory), shared=self.shared(vhost), committer=self.committer, fs=self.fs
+        )
 
     def finish_recovery(self) -> None:
         """Every durable queue is open: unreferenced shared bodies may go now."""

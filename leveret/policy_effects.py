@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .queues.settings import resolve
 from .definitions_registry import DefinitionsRegistry
+from .queues.settings import resolve
 
 if TYPE_CHECKING:
     from .broker import Broker

@@ -155,7 +155,9 @@ class Session:
                 self.vhost.delete_queue(name)
                 if shared is not None:
                     # Gone here at once; the cluster forgets it as soon as it can decide.
-                    shared.submit_eventually(delete_queue_command(self.vhost.name, name, self.owner_tag))
+                    shared.submit_eventually(
+                        delete_queue_command(self.vhost.name, name, self.owner_tag)
+                    )
         self.exclusive_queues.clear()
         self.broker.session_closed(self)
 
@@ -203,7 +205,6 @@ class Session:
         if not (self._throttled_by or self.blocked or self._waiting or self.closed):
             self.transport.set_reading(True)
 
-
     def set_alarm(self, reason: str | None) -> None:
         """The node's resource alarms changed: `reason` while any is raised, None once all clear.
 
@@ -227,7 +228,9 @@ class Session:
 
     # --- waiting for the cluster --------------------------------------------------------------
 
-    def wait_then(self, channel: Channel, pending: Awaitable[Any], then: Callable[[Any], None]) -> None:
+    def wait_then(
+        self, channel: Channel, pending: Awaitable[Any], then: Callable[[Any], None]
+    ) -> None:
         """Hold this connection's later frames until `pending` is done, then call `then` with
         its result on `channel` (if still open); an AMQPError from either closes the channel."""
         self._waiting = True
@@ -235,7 +238,9 @@ class Session:
         future = asyncio.ensure_future(pending)
         future.add_done_callback(lambda done: self._waited(channel, done, then))
 
-    def _waited(self, channel: Channel, done: asyncio.Future[Any], then: Callable[[Any], None]) -> None:
+    def _waited(
+        self, channel: Channel, done: asyncio.Future[Any], then: Callable[[Any], None]
+    ) -> None:
         self._waiting = False
         if self.closed:
             return
@@ -248,7 +253,11 @@ class Session:
                 log.exception("channel %d: waiting for the cluster failed", channel.number)
                 self._handle_error(
                     channel.number,
-                    AMQPError(ReplyCode.INTERNAL_ERROR, "the change could not be made; see the node's log", hard=True),
+                    AMQPError(
+                        ReplyCode.INTERNAL_ERROR,
+                        "the change could not be made; see the node's log",
+                        hard=True,
+                    ),
                 )
         self._handle_held()
         for open_channel in self.channels.values():
@@ -382,7 +391,9 @@ class Session:
         self.client_properties = method.client_properties
         if method.mechanism not in MECHANISMS:
             raise AMQPError(
-                ReplyCode.COMMAND_INVALID, f"invalid authentication mechanism '{method.mechanism}'", method.ids
+                ReplyCode.COMMAND_INVALID,
+                f"invalid authentication mechanism '{method.mechanism}'",
+                method.ids,
             )
         try:
             username, password = parse_response(method.mechanism, method.response)
@@ -406,12 +417,18 @@ class Session:
             return
         self.username = username
         self.phase = "tuning"
-        self.write(method_frame(0, m.ConnectionTune(DEFAULT_CHANNEL_MAX, DEFAULT_FRAME_MAX, DEFAULT_HEARTBEAT)))
+        self.write(
+            method_frame(
+                0, m.ConnectionTune(DEFAULT_CHANNEL_MAX, DEFAULT_FRAME_MAX, DEFAULT_HEARTBEAT)
+            )
+        )
 
     def _open(self, method: m.ConnectionOpen) -> None:
         vhost = self.broker.vhosts.get(method.virtual_host)
         if vhost is None:
-            raise AMQPError(ReplyCode.NOT_ALLOWED, f"vhost {method.virtual_host} not found", method.ids)
+            raise AMQPError(
+                ReplyCode.NOT_ALLOWED, f"vhost {method.virtual_host} not found", method.ids
+            )
         if not self.broker.may_access_vhost(self.username, vhost.name):
             raise AMQPError(
                 ReplyCode.NOT_ALLOWED,

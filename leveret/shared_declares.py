@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-async def _decide(shared: SharedMetadata, command: Command, timeout_text: str, method: tuple[int, int]) -> Reply:
+async def _decide(
+    shared: SharedMetadata, command: Command, timeout_text: str, method: tuple[int, int]
+) -> Reply:
     try:
         reply = await shared.submit(command)
     except MetadataUnavailable as error:
@@ -36,7 +38,12 @@ async def _decide(shared: SharedMetadata, command: Command, timeout_text: str, m
     if reply.get("status") == "error":
         # The checks above should have refused anything the store refuses.
         log.error("the cluster refused %s: %s", command.get("op"), reply.get("reason"))
-        raise AMQPError(ReplyCode.INTERNAL_ERROR, f"the cluster refused the change: {reply.get('reason')}", method, hard=True)
+        raise AMQPError(
+            ReplyCode.INTERNAL_ERROR,
+            f"the cluster refused the change: {reply.get('reason')}",
+            method,
+            hard=True,
+        )
     return reply
 
 
@@ -58,8 +65,14 @@ def exchange_declare(channel: Channel, shared: SharedMetadata, method: m.Exchang
     vhost = channel.vhost
     name = rules.strip_cr_lf(method.exchange)
     requested = vhost.check_exchange_declare(
-        name, method.type, passive=False, durable=method.durable, auto_delete=method.auto_delete,
-        internal=method.internal, arguments=method.arguments, method=method.ids,
+        name,
+        method.type,
+        passive=False,
+        durable=method.durable,
+        auto_delete=method.auto_delete,
+        internal=method.internal,
+        arguments=method.arguments,
+        method=method.ids,
     )
     if requested is None:
         _reply_unless(channel, method.no_wait, m.ExchangeDeclareOk())
@@ -67,12 +80,16 @@ def exchange_declare(channel: Channel, shared: SharedMetadata, method: m.Exchang
 
     async def decide() -> None:
         text = f"failed to declare {rules.describe('exchange', name, vhost.name)} because the operation timed out"
-        reply = await _decide(shared, commands.declare_exchange(vhost.name, name, requested), text, method.ids)
+        reply = await _decide(
+            shared, commands.declare_exchange(vhost.name, name, requested), text, method.ids
+        )
         if reply["status"] != "created":
             existing = commands.exchange_decl(reply["exchange"])
             rules.check_exchange_equivalence(name, existing, requested, vhost.name, method.ids)
 
-    channel.session.wait_then(channel, decide(), lambda _: _reply_unless(channel, method.no_wait, m.ExchangeDeclareOk()))
+    channel.session.wait_then(
+        channel, decide(), lambda _: _reply_unless(channel, method.no_wait, m.ExchangeDeclareOk())
+    )
 
 
 def exchange_delete(channel: Channel, shared: SharedMetadata, method: m.ExchangeDelete) -> None:
@@ -81,9 +98,12 @@ def exchange_delete(channel: Channel, shared: SharedMetadata, method: m.Exchange
     exchange = vhost.exchanges.get(name)
     # Refuses the default and "amq." exchanges; a missing exchange is deleted already.
     rules.check_exchange_delete(
-        name, exists=exchange is not None, if_unused=method.if_unused,
+        name,
+        exists=exchange is not None,
+        if_unused=method.if_unused,
         has_bindings_as_source=exchange is not None and exchange.has_bindings(),
-        vhost=vhost.name, method=method.ids,
+        vhost=vhost.name,
+        method=method.ids,
     )
     if exchange is None:
         _reply_unless(channel, method.no_wait, m.ExchangeDeleteOk())
@@ -91,11 +111,17 @@ def exchange_delete(channel: Channel, shared: SharedMetadata, method: m.Exchange
 
     async def decide() -> None:
         text = f"failed to delete {rules.describe('exchange', name, vhost.name)} due to a timeout"
-        reply = await _decide(shared, commands.delete_exchange(vhost.name, name, method.if_unused), text, method.ids)
+        reply = await _decide(
+            shared, commands.delete_exchange(vhost.name, name, method.if_unused), text, method.ids
+        )
         if reply["status"] == "in_use":
-            raise precondition_failed(f"{rules.describe('exchange', name, vhost.name)} in use", method.ids)
+            raise precondition_failed(
+                f"{rules.describe('exchange', name, vhost.name)} in use", method.ids
+            )
 
-    channel.session.wait_then(channel, decide(), lambda _: _reply_unless(channel, method.no_wait, m.ExchangeDeleteOk()))
+    channel.session.wait_then(
+        channel, decide(), lambda _: _reply_unless(channel, method.no_wait, m.ExchangeDeleteOk())
+    )
 
 
 # --- bindings -----------------------------------------------------------------------------------
@@ -118,8 +144,13 @@ def bind(
 
     def check(source_exists: bool, destination_exists: bool) -> None:
         rules.check_bind(
-            source, destination, kind, source_exists=source_exists,
-            destination_exists=destination_exists, vhost=vhost.name, method=ids,
+            source,
+            destination,
+            kind,
+            source_exists=source_exists,
+            destination_exists=destination_exists,
+            vhost=vhost.name,
+            method=ids,
         )
 
     check(source in vhost.exchanges, vhost.has_destination(kind, destination))
@@ -132,7 +163,10 @@ def bind(
 
     async def decide() -> None:
         reply = await _decide(
-            shared, commands.binding_command("bind", vhost.name, binding), "Could not add binding due to timeout", ids
+            shared,
+            commands.binding_command("bind", vhost.name, binding),
+            "Could not add binding due to timeout",
+            ids,
         )
         if reply["status"] == "not_found":
             check(reply.get("missing") != "source", reply.get("missing") != "destination")
@@ -175,13 +209,24 @@ def queue_declare(channel: Channel, shared: SharedMetadata, method: m.QueueDecla
     if server_named:
         name = rules.server_named_queue_name()
     requested = rules.QueueDecl(
-        method.durable, method.exclusive, method.auto_delete, method.arguments, argument_types(method.arguments)
+        method.durable,
+        method.exclusive,
+        method.auto_delete,
+        method.arguments,
+        argument_types(method.arguments),
     )
 
     def check(existing: rules.QueueDecl | None, owner: Any) -> bool:
         return rules.check_queue_declare(
-            name, requested, passive=False, existing=existing, owner=owner, connection=session,
-            server_named=server_named, vhost=vhost.name, method=method.ids,
+            name,
+            requested,
+            passive=False,
+            existing=existing,
+            owner=owner,
+            connection=session,
+            server_named=server_named,
+            vhost=vhost.name,
+            method=method.ids,
         )
 
     def declared(_: object = None) -> None:
@@ -200,7 +245,9 @@ def queue_declare(channel: Channel, shared: SharedMetadata, method: m.QueueDecla
         declared()
         return
     owner_tag = session.owner_tag if method.exclusive else None
-    command = commands.declare_queue(vhost.name, name, requested.as_stored(), owner_tag, shared.node_name)
+    command = commands.declare_queue(
+        vhost.name, name, requested.as_stored(), owner_tag, shared.node_name
+    )
 
     async def decide() -> None:
         text = (
@@ -216,7 +263,9 @@ def queue_declare(channel: Channel, shared: SharedMetadata, method: m.QueueDecla
     session.wait_then(channel, decide(), declared)
 
 
-def queue_delete(channel: Channel, shared: SharedMetadata, name: str, method: m.QueueDelete) -> None:
+def queue_delete(
+    channel: Channel, shared: SharedMetadata, name: str, method: m.QueueDelete
+) -> None:
     session, vhost = channel.session, channel.vhost
     queue = vhost.queues.get(name)
     remote = vhost.remote_queues.get(name)
@@ -228,7 +277,9 @@ def queue_delete(channel: Channel, shared: SharedMetadata, name: str, method: m.
         channel.check_deletable(queue, method)
     elif remote is not None and remote.exclusive_owner is not None:
         raise rules.exclusive_locked(name, vhost.name, method.ids)
-    owner_tag = session.owner_tag if queue is not None and queue.exclusive_owner is session else None
+    owner_tag = (
+        session.owner_tag if queue is not None and queue.exclusive_owner is session else None
+    )
     text = "The operation to delete the queue from the metadata store timed out"
     pending = _decide(shared, commands.delete_queue(vhost.name, name, owner_tag), text, method.ids)
 

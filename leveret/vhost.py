@@ -61,8 +61,14 @@ class VirtualHost:
     ) -> Exchange:
         name = rules.strip_cr_lf(name)
         requested = self.check_exchange_declare(
-            name, type_name, passive=passive, durable=durable, auto_delete=auto_delete,
-            internal=internal, arguments=arguments, method=method,
+            name,
+            type_name,
+            passive=passive,
+            durable=durable,
+            auto_delete=auto_delete,
+            internal=internal,
+            arguments=arguments,
+            method=method,
         )
         if requested is None:
             return self.exchanges[name]
@@ -140,19 +146,28 @@ class VirtualHost:
     def restore_exchange(self, record: dict[str, Any]) -> None:
         """Recreate a durable exchange from its definition at boot."""
         decl = rules.ExchangeDecl(
-            record["type"], True, record["auto_delete"], record["internal"],
-            decode_arguments(record["arguments"]), dict(record["argument_types"]),
+            record["type"],
+            True,
+            record["auto_delete"],
+            record["internal"],
+            decode_arguments(record["arguments"]),
+            dict(record["argument_types"]),
         )
         self.exchanges[record["name"]] = Exchange.from_decl(record["name"], decl)
 
     def restore_binding(self, record: dict[str, Any]) -> None:
         source = self.exchanges.get(record["source"])
-        if source is None or not self.has_destination(record["destination_kind"], record["destination"]):
+        if source is None or not self.has_destination(
+            record["destination_kind"], record["destination"]
+        ):
             return  # an end was deleted after the binding was written
         source.add_binding(
             Binding.of(
-                record["source"], record["destination"], record["destination_kind"],
-                record["routing_key"], decode_arguments(record["arguments"]),
+                record["source"],
+                record["destination"],
+                record["destination_kind"],
+                record["routing_key"],
+                decode_arguments(record["arguments"]),
             )
         )
 
@@ -174,7 +189,9 @@ class VirtualHost:
         server_named = not name and not passive
         if server_named:
             name = rules.server_named_queue_name()
-        requested = rules.QueueDecl(durable, exclusive, auto_delete, arguments, argument_types(arguments))
+        requested = rules.QueueDecl(
+            durable, exclusive, auto_delete, arguments, argument_types(arguments)
+        )
         existing = self.queues.get(name)
         create = rules.check_queue_declare(
             name,
@@ -329,7 +346,11 @@ class VirtualHost:
         exchange = self.exchanges[source]
         binding = Binding.of(source, destination, kind, routing_key, arguments)  # type: ignore[arg-type]
         exchange.validate_binding(binding, method)
-        if exchange.add_binding(binding) and self._is_durable(binding) and self.definitions is not None:
+        if (
+            exchange.add_binding(binding)
+            and self._is_durable(binding)
+            and self.definitions is not None
+        ):
             self.definitions.put(binding_record(self.name, binding, arguments))
 
     def unbind(
@@ -395,12 +416,16 @@ class VirtualHost:
         headers = message.properties.headers if message.has_flags else None
         if remote:
             known = _AnyQueue(queues, remote)
-            names = route(self.exchanges, exchange_name, routing_key, headers, known, extra_routing_keys)
+            names = route(
+                self.exchanges, exchange_name, routing_key, headers, known, extra_routing_keys
+            )
             found = [queues[name] for name in names if name in queues]
             if len(found) < len(names):
                 self.routed_elsewhere = True
             return found
-        names = route(self.exchanges, exchange_name, routing_key, headers, queues, extra_routing_keys)
+        names = route(
+            self.exchanges, exchange_name, routing_key, headers, queues, extra_routing_keys
+        )
         return [queues[name] for name in names]
 
 

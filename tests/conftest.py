@@ -41,5 +41,7 @@ def connection(node: InProcessNode) -> Iterator[pika.BlockingConnection]:
 
 
 @pytest.fixture
-def channel(connection: pika.BlockingConnection) -> pika.adapters.blocking_connection.BlockingChannel:
+def channel(
+    connection: pika.BlockingConnection,
+) -> pika.adapters.blocking_connection.BlockingChannel:
     return connection.channel()

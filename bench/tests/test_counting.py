@@ -60,8 +60,11 @@ def test_stamps_from_short_bodies_are_not_latencies() -> None:
 
 def _entry(rate: float) -> dict[str, object]:
     result = {
-        "parameters": {"consumers": 1, "confirm": 0}, "consumed_msg_s": rate,
-        "published_msg_s": rate, "confirmed_msg_s": 0.0, "errors": [],
+        "parameters": {"consumers": 1, "confirm": 0},
+        "consumed_msg_s": rate,
+        "published_msg_s": rate,
+        "confirmed_msg_s": 0.0,
+        "errors": [],
         "latency_us": {"p50": 1500.0, "p95": 2500.0, "p99": 12500.0},
         "generator": {"cpu_cores_used": 0.3},
     }
@@ -69,27 +72,40 @@ def _entry(rate: float) -> dict[str, object]:
 
 
 def _run(rate: float) -> dict[str, object]:
-    return {"version": "x", "date": "d", "settings": {"duration_s": 15, "warmup_s": 3},
-            "machine": {"cpu_model": "cpu", "cpu_count": 2, "memory_gib": 1, "kernel": "k",
-                        "python": "3.11"},
-            "scenarios": {"a-1p1c-autoack": _entry(rate)}}
+    return {
+        "version": "x",
+        "date": "d",
+        "settings": {"duration_s": 15, "warmup_s": 3},
+        "machine": {
+            "cpu_model": "cpu",
+            "cpu_count": 2,
+            "memory_gib": 1,
+            "kernel": "k",
+            "python": "3.11",
+        },
+        "scenarios": {"a-1p1c-autoack": _entry(rate)},
+    }
 
 
 def test_the_table_shows_the_ratio_or_pending() -> None:
     only_rabbitmq = render_markdown({"brokers": {"rabbitmq": _run(40_000.0)}})
-    leveret_row = next(line for line in only_rabbitmq.splitlines()
-                       if line.startswith("| a-1p1c-autoack | Leveret"))
+    leveret_row = next(
+        line for line in only_rabbitmq.splitlines() if line.startswith("| a-1p1c-autoack | Leveret")
+    )
     assert leveret_row.endswith("| pending |")
     both = render_markdown({"brokers": {"rabbitmq": _run(40_000.0), "leveret": _run(30_000.0)}})
-    leveret_row = next(line for line in both.splitlines()
-                       if line.startswith("| a-1p1c-autoack | Leveret"))
+    leveret_row = next(
+        line for line in both.splitlines() if line.startswith("| a-1p1c-autoack | Leveret")
+    )
     assert leveret_row.endswith("| 0.75× |")
     assert "| 30,000 |" in leveret_row and "| 1.50 | 2.50 | 12 |" in leveret_row
 
 
 def test_rewriting_the_results_keeps_other_scripts_sections() -> None:
-    previous = ("# old table\n\n<!-- cluster_bench.py: start -->\n## Cluster\n| a |\n"
-                "<!-- cluster_bench.py: end -->\n")
+    previous = (
+        "# old table\n\n<!-- cluster_bench.py: start -->\n## Cluster\n| a |\n"
+        "<!-- cluster_bench.py: end -->\n"
+    )
     kept = keep_foreign_sections("# new table\n", previous)
     assert kept.startswith("# new table\n")
     assert "## Cluster\n| a |\n<!-- cluster_bench.py: end -->" in kept

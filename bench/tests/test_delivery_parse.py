@@ -14,9 +14,13 @@ from bench.client import NO_STAMP, _Protocol
 
 def _deliver(tag: int, body: bytes, frame_body_max: int) -> bytes:
     method = wire.method_frame(
-        1, wire.BASIC_DELIVER,
-        wire.shortstr("ctag-1") + wire.UINT64.pack(tag) + wire.bits(False)
-        + wire.shortstr("") + wire.shortstr("bench-queue"),
+        1,
+        wire.BASIC_DELIVER,
+        wire.shortstr("ctag-1")
+        + wire.UINT64.pack(tag)
+        + wire.bits(False)
+        + wire.shortstr("")
+        + wire.shortstr("bench-queue"),
     )
     header_payload = struct.pack(">HHQH", 60, 0, len(body), 0)
     header_prefix = wire.FRAME_PREFIX.pack(wire.FRAME_HEADER, 1, len(header_payload))
@@ -43,7 +47,9 @@ _message = st.tuples(
     cuts=st.lists(st.integers(min_value=0, max_value=20_000), max_size=40),
 )
 def test_every_delivery_and_confirm_is_seen_in_order(
-    messages: list[tuple[int | None, int, bool]], frame_body_max: int, cuts: list[int],
+    messages: list[tuple[int | None, int, bool]],
+    frame_body_max: int,
+    cuts: list[int],
 ) -> None:
     stream = bytearray()
     expected_stamps: list[int] = []

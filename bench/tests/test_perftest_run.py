@@ -13,11 +13,21 @@ __all__ = ["rabbitmq"]  # the session fixture, imported so pytest finds it here
 @pytest.mark.rabbitmq
 @pytest.mark.parametrize("auto_ack", [True, False])
 def test_a_two_second_run_publishes_confirms_and_consumes(
-    rabbitmq: RabbitNode, auto_ack: bool,
+    rabbitmq: RabbitNode,
+    auto_ack: bool,
 ) -> None:
     config = PerfTestConfig(
-        uri=rabbitmq.url, producers=1, consumers=1, size=100, confirm=200, prefetch=50,
-        auto_ack=auto_ack, rate=2000, duration=2, warmup=1, processes=2,
+        uri=rabbitmq.url,
+        producers=1,
+        consumers=1,
+        size=100,
+        confirm=200,
+        prefetch=50,
+        auto_ack=auto_ack,
+        rate=2000,
+        duration=2,
+        warmup=1,
+        processes=2,
     )
     result = run_perftest(config)
     assert result["errors"] == []

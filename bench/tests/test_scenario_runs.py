@@ -14,8 +14,24 @@ from bench.brokers import BrokerUnderTest, running_leveret, running_rabbitmq
 from bench.perftest import PerfTestConfig, run_perftest
 from tests.support.rabbitmq import find_rabbitmq
 
-_FILL = ("-x", "1", "-y", "0", "-s", "100", "--confirm", "500", "--durable", "-f", "persistent",
-         "-C", "5000", "-u", "bench-test-backlog", "--keep-queue")
+_FILL = (
+    "-x",
+    "1",
+    "-y",
+    "0",
+    "-s",
+    "100",
+    "--confirm",
+    "500",
+    "--durable",
+    "-f",
+    "persistent",
+    "-C",
+    "5000",
+    "-u",
+    "bench-test-backlog",
+    "--keep-queue",
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,15 +56,31 @@ def test_fanout_reaches_every_queue_and_the_queues_are_removed_after(
     leveret: BrokerUnderTest,
 ) -> None:
     config = PerfTestConfig(
-        uri=leveret.url, producers=1, consumers=3, size=100, confirm=200, prefetch=50,
-        exchange="bench-test-fanout", exchange_type="fanout", queue_pattern="bench-test-fan-%d",
-        queue_pattern_from=1, queue_pattern_to=3, durable=True, persistent=True, rate=500,
-        duration=2, warmup=1, processes=2,
+        uri=leveret.url,
+        producers=1,
+        consumers=3,
+        size=100,
+        confirm=200,
+        prefetch=50,
+        exchange="bench-test-fanout",
+        exchange_type="fanout",
+        queue_pattern="bench-test-fan-%d",
+        queue_pattern_from=1,
+        queue_pattern_to=3,
+        durable=True,
+        persistent=True,
+        rate=500,
+        duration=2,
+        warmup=1,
+        processes=2,
     )
     result = run_perftest(config)
     assert result["errors"] == []
-    assert result["parameters"]["queues"] == ["bench-test-fan-1", "bench-test-fan-2",
-                                              "bench-test-fan-3"]
+    assert result["parameters"]["queues"] == [
+        "bench-test-fan-1",
+        "bench-test-fan-2",
+        "bench-test-fan-3",
+    ]
     published = sum(result["per_second"]["published"])
     consumed = sum(result["per_second"]["consumed"])
     assert published > 500
@@ -59,9 +91,17 @@ def test_fanout_reaches_every_queue_and_the_queues_are_removed_after(
 
 def test_a_message_count_ends_the_run_once_all_are_confirmed(leveret: BrokerUnderTest) -> None:
     config = PerfTestConfig(
-        uri=leveret.url, producers=1, consumers=0, size=100, confirm=100,
-        producer_messages=3000, queue="bench-test-priorities", keep_queue=True,
-        queue_args={"x-max-priority": 5}, random_priority=5, duration=60,
+        uri=leveret.url,
+        producers=1,
+        consumers=0,
+        size=100,
+        confirm=100,
+        producer_messages=3000,
+        queue="bench-test-priorities",
+        keep_queue=True,
+        queue_args={"x-max-priority": 5},
+        random_priority=5,
+        duration=60,
     )
     result = run_perftest(config)
     assert result["errors"] == []
@@ -70,8 +110,10 @@ def test_a_message_count_ends_the_run_once_all_are_confirmed(leveret: BrokerUnde
     connection = pika.BlockingConnection(pika.URLParameters(leveret.url))
     try:
         channel = connection.channel()
-        assert channel.queue_declare("bench-test-priorities", passive=True).method.message_count \
+        assert (
+            channel.queue_declare("bench-test-priorities", passive=True).method.message_count
             == 3000
+        )
         # Priorities are random from 0 to 5, so among 3000 the first out has the highest.
         _method, properties, _body = channel.basic_get("bench-test-priorities", auto_ack=True)
         assert properties.priority == 5
@@ -82,9 +124,16 @@ def test_a_message_count_ends_the_run_once_all_are_confirmed(leveret: BrokerUnde
 
 def test_a_length_limited_queue_keeps_its_newest_messages(leveret: BrokerUnderTest) -> None:
     config = PerfTestConfig(
-        uri=leveret.url, producers=1, consumers=0, size=100, confirm=100,
-        producer_messages=2000, queue="bench-test-max-length", keep_queue=True,
-        queue_args={"x-max-length": 100}, duration=60,
+        uri=leveret.url,
+        producers=1,
+        consumers=0,
+        size=100,
+        confirm=100,
+        producer_messages=2000,
+        queue="bench-test-max-length",
+        keep_queue=True,
+        queue_args={"x-max-length": 100},
+        duration=60,
     )
     result = run_perftest(config)
     assert result["errors"] == [] and sum(result["per_second"]["confirmed"]) == 2000
@@ -99,7 +148,10 @@ def test_a_length_limited_queue_keeps_its_newest_messages(leveret: BrokerUnderTe
 def _check_backlog(entry: dict[str, object]) -> None:
     assert entry["fill_confirmed"] == 5000
     accepting, declared, served = (
-        entry["start_accepting_s"], entry["start_declare_ok_s"], entry["start_first_get_s"])
+        entry["start_accepting_s"],
+        entry["start_declare_ok_s"],
+        entry["start_first_get_s"],
+    )
     assert isinstance(accepting, float) and isinstance(declared, float)
     assert isinstance(served, float)
     assert 0 < accepting <= declared <= served

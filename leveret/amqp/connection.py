@@ -223,7 +223,11 @@ class ServerConnection:
                 break
             payload = data[offset + 7 : end]
             if data[end] != FRAME_END:
-                self._fail(events, _frame_error(kind, payload, f"{{invalid_frame_end_marker,{data[end]}}}"), True)
+                self._fail(
+                    events,
+                    _frame_error(kind, payload, f"{{invalid_frame_end_marker,{data[end]}}}"),
+                    True,
+                )
                 break
             offset = end + 1
             # Hot path: the header and body frames of a publish being assembled.
@@ -314,11 +318,16 @@ class ServerConnection:
             return
         if kind != FRAME_METHOD:
             if channel_state is None:
-                self._fail(events, AMQPError(ReplyCode.CHANNEL_ERROR, "expected 'channel.open'"), False)
+                self._fail(
+                    events, AMQPError(ReplyCode.CHANNEL_ERROR, "expected 'channel.open'"), False
+                )
             else:
                 self._fail(
                     events,
-                    AMQPError(ReplyCode.UNEXPECTED_FRAME, "expected method frame, got non method frame instead"),
+                    AMQPError(
+                        ReplyCode.UNEXPECTED_FRAME,
+                        "expected method frame, got non method frame instead",
+                    ),
                     False,
                 )
             return
@@ -327,7 +336,11 @@ class ServerConnection:
             return
         if channel_state is None:
             if type(method) is not m.ChannelOpen:
-                self._fail(events, AMQPError(ReplyCode.CHANNEL_ERROR, "expected 'channel.open'", method.ids), False)
+                self._fail(
+                    events,
+                    AMQPError(ReplyCode.CHANNEL_ERROR, "expected 'channel.open'", method.ids),
+                    False,
+                )
                 return
             if self.channel_max and len(self.channels) >= self.channel_max:
                 # RabbitMQ limits how many channels are open, whatever their numbers.
@@ -343,7 +356,11 @@ class ServerConnection:
                 return
             self.channels[channel] = ChannelState.OPEN
         elif type(method) is m.ChannelOpen:
-            self._fail(events, AMQPError(ReplyCode.CHANNEL_ERROR, "second 'channel.open' seen", method.ids), False)
+            self._fail(
+                events,
+                AMQPError(ReplyCode.CHANNEL_ERROR, "second 'channel.open' seen", method.ids),
+                False,
+            )
             return
         elif type(method) is m.ChannelCloseOk:
             return  # a close-ok we did not ask for: nothing to do, as RabbitMQ
@@ -354,7 +371,11 @@ class ServerConnection:
             if type(method) is not m.BasicPublish:
                 self._fail(
                     events,
-                    AMQPError(ReplyCode.COMMAND_INVALID, f"{method.NAME} is not allowed from a client", method.ids),
+                    AMQPError(
+                        ReplyCode.COMMAND_INVALID,
+                        f"{method.NAME} is not allowed from a client",
+                        method.ids,
+                    ),
                     False,
                 )
                 return
@@ -447,7 +468,9 @@ class ServerConnection:
             self._fail(
                 events,
                 AMQPError(
-                    ReplyCode.UNEXPECTED_FRAME, "expected content body, got non content body frame instead", method.ids
+                    ReplyCode.UNEXPECTED_FRAME,
+                    "expected content body, got non content body frame instead",
+                    method.ids,
                 ),
                 False,
             )
@@ -456,7 +479,11 @@ class ServerConnection:
         if remaining < 0:
             self._fail(
                 events,
-                AMQPError(ReplyCode.FRAME_ERROR, "content body frame exceeds remaining content size", method.ids),
+                AMQPError(
+                    ReplyCode.FRAME_ERROR,
+                    "content body frame exceeds remaining content size",
+                    method.ids,
+                ),
                 False,
             )
             return
@@ -469,7 +496,9 @@ class ServerConnection:
         assembly.parts.append(payload)
         assembly.remaining = remaining
 
-    def _handle_closing_channel(self, kind: int, channel: int, payload: bytes, events: list[Event]) -> None:
+    def _handle_closing_channel(
+        self, kind: int, channel: int, payload: bytes, events: list[Event]
+    ) -> None:
         """While our channel.close is unanswered, everything but close and close-ok is dropped."""
         if kind != FRAME_METHOD or len(payload) < 4:
             return
@@ -526,7 +555,9 @@ class ServerConnection:
         self.state = S.CLOSING
         self._assemblies.clear()
         class_id, method_id = error.method
-        return method_frame(0, m.ConnectionClose(int(error.code), error.reply_text, class_id, method_id))
+        return method_frame(
+            0, m.ConnectionClose(int(error.code), error.reply_text, class_id, method_id)
+        )
 
     @property
     def is_open(self) -> bool:

@@ -61,7 +61,12 @@ def deliver_frames(
 ) -> bytes:
     """basic.deliver with content. consumer_tag and exchange_and_key are pre-encoded shortstrs."""
     method_payload = b"".join(
-        (_DELIVER_IDS, consumer_tag, _PACK_QB(delivery_tag, 1 if redelivered else 0), exchange_and_key)
+        (
+            _DELIVER_IDS,
+            consumer_tag,
+            _PACK_QB(delivery_tag, 1 if redelivered else 0),
+            exchange_and_key,
+        )
     )
     return content_frames(channel, method_payload, header_payload, body, frame_max)
 
@@ -77,7 +82,12 @@ def get_ok_frames(
     frame_max: int,
 ) -> bytes:
     method_payload = b"".join(
-        (_GET_OK_IDS, _PACK_QB(delivery_tag, 1 if redelivered else 0), exchange_and_key, _PACK_I(message_count))
+        (
+            _GET_OK_IDS,
+            _PACK_QB(delivery_tag, 1 if redelivered else 0),
+            exchange_and_key,
+            _PACK_I(message_count),
+        )
     )
     return content_frames(channel, method_payload, header_payload, body, frame_max)
 

@@ -107,7 +107,9 @@ METHODS: dict[tuple[int, int], type[Method]] = {}
 METHODS_BY_KEY: dict[int, type[Method]] = {}
 
 
-def amqp_method(class_id: int, method_id: int, name: str, *, content: bool = False) -> Callable[[_M], _M]:
+def amqp_method(
+    class_id: int, method_id: int, name: str, *, content: bool = False
+) -> Callable[[_M], _M]:
     def register(cls: _M) -> _M:
         cls.CLASS_ID = class_id
         cls.METHOD_ID = method_id
@@ -124,7 +126,9 @@ def amqp_method(class_id: int, method_id: int, name: str, *, content: bool = Fal
     return register
 
 
-_WIRE_TYPES = frozenset({"Octet", "Short", "Long", "LongLong", "ShortStr", "LongStr", "Bit", "Table"})
+_WIRE_TYPES = frozenset(
+    {"Octet", "Short", "Long", "LongLong", "ShortStr", "LongStr", "Bit", "Table"}
+)
 
 
 def _table() -> FieldTable:

@@ -74,7 +74,9 @@ class BasicProperties:
         return struct.pack(">H", flags) + b"".join(parts)
 
     def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        return {
+            f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None
+        }
 
 
 def decode_properties(payload: bytes, offset: int = 12) -> BasicProperties:

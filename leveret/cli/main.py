@@ -22,7 +22,9 @@ def _server_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     server.add_argument("--join", action="append", metavar="HOST:PORT")
     server.add_argument("--cluster-secret-file", metavar="FILE", help="the shared cluster secret")
     server.add_argument("--config", metavar="FILE", help="TOML configuration file")
-    server.add_argument("--ports-file", metavar="FILE", help="write the bound ports as JSON once ready")
+    server.add_argument(
+        "--ports-file", metavar="FILE", help="write the bound ports as JSON once ready"
+    )
     server.add_argument("--log-level")
 
 

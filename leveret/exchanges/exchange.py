@@ -137,7 +137,9 @@ class Exchange:
         return list(group)
 
     def has_binding(self, binding: Binding) -> bool:
-        return binding in self._by_destination.get((binding.destination_kind, binding.destination), ())
+        return binding in self._by_destination.get(
+            (binding.destination_kind, binding.destination), ()
+        )
 
     def has_bindings(self) -> bool:
         """Whether this exchange is the source of any binding (if-unused, auto-delete)."""

@@ -1,7 +1,7 @@
 """RabbitMQ-compatible management HTTP API and Prometheus metrics, served on the node's loop."""
 
-from .context import Route
 from ..definitions_registry import DefinitionsRegistry
+from .context import Route
 from .server import start_management
 from .state import management_state
 

@@ -22,7 +22,6 @@ from .listing import list_response
 _KINDS = {"q": "queue", "e": "exchange"}
 
 
-
 def list_all(ctx: Context) -> Reply:
     found: list[dict[str, Any]] = []
     for name in login_vhosts(ctx.broker, ctx.caller):

@@ -11,12 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from .access import require_admin, require_monitor
-from .cluster_link import ClusterControl, cluster_control
 from .api_queues import truthy
+from .cluster_link import ClusterControl, cluster_control
 from .context import Context, Reply, Route, not_found_unless, ok
 from .errors import ApiError, object_not_found
 from .listing import list_response, select_columns
 from .node_view import node_json
+
 
 def _control(ctx: Context) -> ClusterControl:
     control = cluster_control(ctx.broker)

@@ -37,7 +37,6 @@ def exchange_name(in_url: str) -> str:
     return "" if in_url == DEFAULT_EXCHANGE_IN_URLS else in_url
 
 
-
 def _exchange(ctx: Context) -> tuple[VirtualHost, Exchange]:
     vhost = ctx.vhost()
     exchange = vhost.exchanges.get(exchange_name(ctx.param("name")))
@@ -85,8 +84,14 @@ def declare(ctx: Context) -> Reply | Awaitable[Reply]:
     internal = truthy(body.get("internal", False))
     if ctx.broker.shared is not None:
         return shared_writes.declare_exchange(
-            ctx, vhost, name, type_name, durable=durable, auto_delete=auto_delete,
-            internal=internal, arguments=dict(arguments),
+            ctx,
+            vhost,
+            name,
+            type_name,
+            durable=durable,
+            auto_delete=auto_delete,
+            internal=internal,
+            arguments=dict(arguments),
         )
     existed = name in vhost.exchanges
     try:

@@ -9,6 +9,7 @@ from ..amqp.errors import AMQPError
 from ..declare_rules import MAX_NAME_BYTES, QUEUE_DECLARE
 from . import shared_writes
 from .access import login_vhosts
+from .cluster_link import cluster_control
 from .context import (
     NO_CONTENT,
     Context,
@@ -23,9 +24,8 @@ from .errors import bad_request, from_amqp, not_authorised
 from .exchange_view import binding_json
 from .listing import list_response, select_columns
 from .message_view import message_json
-from .cluster_link import cluster_control
-from .remote_queue_view import remote_queue_json
 from .queue_view import queue_basic_json, queue_json
+from .remote_queue_view import remote_queue_json
 
 if TYPE_CHECKING:
     from ..queues.classic import ClassicQueue
@@ -50,7 +50,6 @@ class ApiOwner:
 
 def truthy(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.lower() == "true")
-
 
 
 def _queue(ctx: Context) -> ClassicQueue:

@@ -46,5 +46,3 @@ def detach_cluster(broker: Broker) -> None:
 def cluster_control(broker: Broker) -> ClusterControl | None:
     """The cluster of `broker`'s node, when it runs one."""
     return _controls.get(broker)
-
-

@@ -12,8 +12,8 @@ from .rates import with_details
 from .state import queue_key
 
 if TYPE_CHECKING:
-    from ..queues.classic import ClassicQueue
     from ..definitions_registry import DefinitionsRegistry, Policy
+    from ..queues.classic import ClassicQueue
     from .state import ManagementState
 
 # Keys an operator policy caps: where both a policy and an operator policy set one, the lower wins.

@@ -96,7 +96,9 @@ class ClassicQueue:
         self.policy: str | None = None
         self.operator_policy: str | None = None
         max_priority = self.arguments.get("x-max-priority")
-        self.max_priority = max_priority if isinstance(max_priority, int) and max_priority > 0 else 0
+        self.max_priority = (
+            max_priority if isinstance(max_priority, int) and max_priority > 0 else 0
+        )
         self._ready: FifoReady | PriorityReady = (
             PriorityReady(self.max_priority) if self.max_priority else FifoReady()
         )
@@ -189,7 +191,11 @@ class ClassicQueue:
         if store is not None and (self._disk_count or len(self._ready) >= self.window):
             # Past the window: the message lives on disk only until consumers get near it.
             store.append(
-                seq, message.exchange, message.routing_key, message.header, message.stored_body,
+                seq,
+                message.exchange,
+                message.routing_key,
+                message.header,
+                message.stored_body,
                 persistent=persistent,
             )
             self._disk_count += 1
@@ -229,7 +235,11 @@ class ClassicQueue:
         if self.max_priority and properties is not None and properties.priority:
             entry.priority = min(properties.priority, self.max_priority)
         ttl = self.settings.message_ttl
-        expiration = message_expiration(message) if properties is not None and properties.expiration else None
+        expiration = (
+            message_expiration(message)
+            if properties is not None and properties.expiration
+            else None
+        )
         if expiration is not None:
             ttl = expiration if ttl is None else min(ttl, expiration)
         if ttl is not None:
@@ -243,13 +253,18 @@ class ClassicQueue:
         settings = self.settings
         if settings.max_length is not None and self.message_count >= settings.max_length:
             return True
-        return settings.max_length_bytes is not None and self.ready_bytes + size > settings.max_length_bytes
+        return (
+            settings.max_length_bytes is not None
+            and self.ready_bytes + size > settings.max_length_bytes
+        )
 
     def _over_limit(self) -> bool:
         settings = self.settings
         if settings.max_length is not None and self.message_count > settings.max_length:
             return True
-        return settings.max_length_bytes is not None and self.ready_bytes > settings.max_length_bytes
+        return (
+            settings.max_length_bytes is not None and self.ready_bytes > settings.max_length_bytes
+        )
 
     def _enforce_length_limit(self) -> None:
         """drop-head: the oldest ready messages go (dead-lettered as maxlen) until within limits."""
@@ -275,7 +290,9 @@ class ClassicQueue:
         batch = self.store.read_messages(self._cursor, max(1, self.window // 2))
         ready = self._ready
         for stored in batch.messages:
-            message = Message(stored.exchange, stored.routing_key, stored.header_payload, stored.body)
+            message = Message(
+                stored.exchange, stored.routing_key, stored.header_payload, stored.body
+            )
             entry = QueueEntry(stored.seq, message, stored.redelivered)
             entry.stored = True
             if self.settings.message_ttl is not None or message.has_flags:
@@ -549,7 +566,9 @@ class ClassicQueue:
             return
         self._cancel_queue_expiry()
         due = self._last_used + expires / 1000.0
-        self._expiry_timer = self._timers.call_later(max(0.0, due - self._clock()), self._expiry_fired)
+        self._expiry_timer = self._timers.call_later(
+            max(0.0, due - self._clock()), self._expiry_fired
+        )
 
     def _cancel_queue_expiry(self) -> None:
         if self._expiry_timer is not None:

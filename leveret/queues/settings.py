@@ -31,7 +31,11 @@ RESOLUTION: dict[str, tuple[str, str, Resolver]] = {
     "expires": ("x-expires", "expires", _minimum),
     "overflow": ("x-overflow", "overflow", _argument_wins),
     "dead_letter_exchange": ("x-dead-letter-exchange", "dead-letter-exchange", _argument_wins),
-    "dead_letter_routing_key": ("x-dead-letter-routing-key", "dead-letter-routing-key", _argument_wins),
+    "dead_letter_routing_key": (
+        "x-dead-letter-routing-key",
+        "dead-letter-routing-key",
+        _argument_wins,
+    ),
     "leader_locator": ("x-queue-leader-locator", "queue-leader-locator", _argument_wins),
 }
 

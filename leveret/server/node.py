@@ -14,9 +14,9 @@ from cluster.plugin import ClusterPlugin
 from ..broker import Broker
 from ..config import Config
 from ..definitions_log import DefinitionsLog
+from ..mgmt import start_management
 from ..persistence import MessageStores
 from ..store import DiskMonitor
-from ..mgmt import start_management
 from .memory_monitor import MemoryMonitor
 from .protocol import AMQPProtocol
 
@@ -48,17 +48,25 @@ class Node:
         self._disk_task = asyncio.get_running_loop().create_task(self._watch_disk())
         loop = asyncio.get_running_loop()
         amqp = await loop.create_server(
-            lambda: AMQPProtocol(self.broker), config.bind, config.amqp_port, reuse_address=True, backlog=1024
+            lambda: AMQPProtocol(self.broker),
+            config.bind,
+            config.amqp_port,
+            reuse_address=True,
+            backlog=1024,
         )
         self._servers.append(amqp)
         self.ports["amqp"] = amqp.sockets[0].getsockname()[1]
-        mgmt = await start_management(self.broker, config.bind, config.mgmt_port, listeners=self.ports)
+        mgmt = await start_management(
+            self.broker, config.bind, config.mgmt_port, listeners=self.ports
+        )
         self._servers.append(mgmt)  # type: ignore[arg-type]
         self.ports["mgmt"] = mgmt.sockets[0].getsockname()[1]
         if config.memory_high_watermark:
             self._monitor = MemoryMonitor(self.broker, config.memory_high_watermark)
             self._monitor.start()
-        log.info("node %s accepting AMQP connections on port %d", config.node_name, self.ports["amqp"])
+        log.info(
+            "node %s accepting AMQP connections on port %d", config.node_name, self.ports["amqp"]
+        )
         if config.ports_file:
             _write_atomically(Path(config.ports_file), json.dumps(self.ports))
 
@@ -77,7 +85,7 @@ class Node:
             try:
                 # Sessions close their sockets within CLOSE_GRACE_SECONDS; do not hang on a peer.
                 await asyncio.wait_for(server.wait_closed(), 5)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 log.warning("some connections did not close in time")
         queue_stores = [
             queue.store

@@ -55,7 +55,9 @@ class AMQPProtocol(asyncio.Protocol):
     # --- asyncio.Protocol -----------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports are not subclasses
+        self.transport = cast(
+            asyncio.Transport, transport
+        )  # uvloop's transports are not subclasses
         transport = self.transport
         transport.set_write_buffer_limits(HIGH_WATER, LOW_WATER)
         peer = transport.get_extra_info("peername") or ("?", 0)
@@ -93,7 +95,12 @@ class AMQPProtocol(asyncio.Protocol):
 
     def _update_reading(self) -> None:
         """The socket is read while the session allows it and no frames wait their turn."""
-        want = self._reading and not self._turn_pending and not self._write_blocked and not self._closing
+        want = (
+            self._reading
+            and not self._turn_pending
+            and not self._write_blocked
+            and not self._closing
+        )
         if self.transport is None or want == self._transport_reading:
             return
         self._transport_reading = want
@@ -186,7 +193,12 @@ class AMQPProtocol(asyncio.Protocol):
         if reading == self._reading:
             return
         self._reading = reading
-        if reading and not self._turn_pending and self.session is not None and self.session.conn.has_buffered_frames:
+        if (
+            reading
+            and not self._turn_pending
+            and self.session is not None
+            and self.session.conn.has_buffered_frames
+        ):
             self._turn_pending = True
             self.loop.call_soon(self._next_turn)
         self._update_reading()
@@ -222,7 +234,11 @@ class AMQPProtocol(asyncio.Protocol):
 
     def _handshake_timed_out(self) -> None:
         self._handshake_timer = None
-        if self.session is not None and not self.session.conn.is_open and self.transport is not None:
+        if (
+            self.session is not None
+            and not self.session.conn.is_open
+            and self.transport is not None
+        ):
             self.transport.close()
 
     def _cancel_timers(self) -> None:

@@ -28,10 +28,14 @@ field_values = st.recursive(
     | st.text(max_size=20)
     | st.binary(max_size=20)
     | st.floats(allow_nan=False),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
     max_leaves=12,
 )
-tables = st.dictionaries(st.text(max_size=20).filter(lambda k: len(k.encode()) < 256), field_values, max_size=6)
+tables = st.dictionaries(
+    st.text(max_size=20).filter(lambda k: len(k.encode()) < 256), field_values, max_size=6
+)
 
 
 @given(tables)
@@ -47,7 +51,9 @@ shortstrs = st.text(max_size=30).filter(lambda s: len(s.encode()) < 256)
 
 @given(shortstrs, shortstrs, st.booleans(), st.booleans(), st.booleans(), tables)
 def test_queue_declare_round_trip(name, _unused, durable, exclusive, no_wait, arguments) -> None:
-    method = m.QueueDeclare(queue=name, durable=durable, exclusive=exclusive, no_wait=no_wait, arguments=arguments)
+    method = m.QueueDeclare(
+        queue=name, durable=durable, exclusive=exclusive, no_wait=no_wait, arguments=arguments
+    )
     assert m.decode_method(method.encode()) == method
 
 
@@ -83,7 +89,9 @@ def test_publish_assembled_across_split_reads() -> None:
     conn = _open_connection()
     body = b"x" * 300000
     header = encode_header_payload(60, len(body), BasicProperties(delivery_mode=2).encode())
-    data = content_frames(1, m.BasicPublish(exchange="ex", routing_key="rk").encode(), header, body, 131072)
+    data = content_frames(
+        1, m.BasicPublish(exchange="ex", routing_key="rk").encode(), header, body, 131072
+    )
     events = []
     for start in range(0, len(data), 7777):
         events += conn.receive_data(data[start : start + 7777])
@@ -100,7 +108,10 @@ def test_random_bytes_after_handshake_never_crash(data) -> None:
     conn = _open_connection()
     events = conn.receive_data(data)
     for event in events:
-        assert isinstance(event, (MethodReceived, ContentReceived, ConnectionFailed)) or event is not None
+        assert (
+            isinstance(event, (MethodReceived, ContentReceived, ConnectionFailed))
+            or event is not None
+        )
     # memory stays bounded: the parser never holds more than one frame's worth plus a header
     assert conn.buffered_bytes <= conn.frame_max + 8
 
@@ -129,9 +140,7 @@ def test_oversized_frame_is_a_frame_error(size) -> None:
 def test_truncated_valid_stream_is_buffered_not_failed(chunks) -> None:
     """A valid stream cut at any point yields the same events as the whole stream."""
     conn_whole = _open_connection()
-    stream = b"".join(
-        method_frame(1, m.QueueDeclare(queue=c[:50].hex()[:100])) for c in chunks
-    )
+    stream = b"".join(method_frame(1, m.QueueDeclare(queue=c[:50].hex()[:100])) for c in chunks)
     whole = conn_whole.receive_data(stream)
     conn_split = _open_connection()
     split = []

@@ -38,7 +38,10 @@ def test_inequivalent_durable(connection) -> None:
 
 def test_reserved_amq_prefix(connection) -> None:
     code, text = _channel_error(connection, lambda ch: ch.queue_declare("amq.mine"))
-    assert (code, text) == (403, "ACCESS_REFUSED - queue name 'amq.mine' contains reserved prefix 'amq.*'")
+    assert (code, text) == (
+        403,
+        "ACCESS_REFUSED - queue name 'amq.mine' contains reserved prefix 'amq.*'",
+    )
     # case-sensitive, and a passive declare of an amq.* name is a plain 404
     assert connection.channel().queue_declare("AMQ.mine").method.queue == "AMQ.mine"
     code, _ = _channel_error(connection, lambda ch: ch.queue_declare("amq.none", passive=True))
@@ -67,7 +70,9 @@ def test_exclusive_queue_locked_for_other_connections(node: InProcessNode, conne
     try:
         code, text = _channel_error(other, lambda ch: ch.queue_declare("mine", passive=True))
         assert code == 405
-        assert text.startswith("RESOURCE_LOCKED - cannot obtain exclusive access to locked queue 'mine'")
+        assert text.startswith(
+            "RESOURCE_LOCKED - cannot obtain exclusive access to locked queue 'mine'"
+        )
         code, _ = _channel_error(other, lambda ch: ch.basic_get("mine"))
         assert code == 405
     finally:
@@ -156,7 +161,10 @@ def test_reuse_of_consumer_tag_closes_connection(node: InProcessNode) -> None:
     raw.send(method_frame(1, m.BasicConsume(queue="tags", consumer_tag="same")))
     raw.send(method_frame(1, m.BasicConsume(queue="tags", consumer_tag="same")))
     close = raw.expect_connection_close()
-    assert (close.reply_code, close.reply_text) == (530, "NOT_ALLOWED - attempt to reuse consumer tag 'same'")
+    assert (close.reply_code, close.reply_text) == (
+        530,
+        "NOT_ALLOWED - attempt to reuse consumer tag 'same'",
+    )
     assert (close.class_id, close.method_id) == (60, 20)
     raw.close()
 
@@ -200,14 +208,26 @@ def test_permissions_are_enforced(node: InProcessNode) -> None:
     from leveret.broker import Permission
 
     node.call(lambda: node.broker.add_user("carol", "pw"))
-    node.call(lambda: node.broker.set_permissions("carol", "/", Permission("^carol-", "^carol-|^amq\\.default$", "^carol-")))
+    node.call(
+        lambda: node.broker.set_permissions(
+            "carol", "/", Permission("^carol-", "^carol-|^amq\\.default$", "^carol-")
+        )
+    )
     conn = pika.BlockingConnection(pika.URLParameters(f"amqp://carol:pw@127.0.0.1:{node.port}/"))
     try:
         conn.channel().queue_declare("carol-q")
         code, text = _channel_error(conn, lambda ch: ch.queue_declare("other-q"))
-        assert (code, text) == (403, "ACCESS_REFUSED - access to queue 'other-q' in vhost '/' refused for user 'carol'")
-        code, text = _channel_error(conn, lambda ch: (ch.basic_publish("amq.topic", "k", b"x"), ch.queue_declare("carol-q")))
-        assert (code, text) == (403, "ACCESS_REFUSED - access to exchange 'amq.topic' in vhost '/' refused for user 'carol'")
+        assert (code, text) == (
+            403,
+            "ACCESS_REFUSED - access to queue 'other-q' in vhost '/' refused for user 'carol'",
+        )
+        code, text = _channel_error(
+            conn, lambda ch: (ch.basic_publish("amq.topic", "k", b"x"), ch.queue_declare("carol-q"))
+        )
+        assert (code, text) == (
+            403,
+            "ACCESS_REFUSED - access to exchange 'amq.topic' in vhost '/' refused for user 'carol'",
+        )
         ch = conn.channel()
         ch.basic_publish("", "carol-q", b"mine")
         assert ch.basic_get("carol-q", auto_ack=True)[2] == b"mine"

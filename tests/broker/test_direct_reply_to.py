@@ -15,16 +15,31 @@ def test_rpc_round_trip(node: InProcessNode) -> None:
     cch, sch = client.channel(), server.channel()
     sch.queue_declare("rpc")
     replies: list[tuple[bytes, str]] = []
-    cch.basic_consume("amq.rabbitmq.reply-to", lambda c, m, p, b: replies.append((b, p.correlation_id)), auto_ack=True)
-    cch.basic_publish("", "rpc", b"ping", pika.BasicProperties(reply_to="amq.rabbitmq.reply-to", correlation_id="c1"))
+    cch.basic_consume(
+        "amq.rabbitmq.reply-to",
+        lambda c, m, p, b: replies.append((b, p.correlation_id)),
+        auto_ack=True,
+    )
+    cch.basic_publish(
+        "",
+        "rpc",
+        b"ping",
+        pika.BasicProperties(reply_to="amq.rabbitmq.reply-to", correlation_id="c1"),
+    )
+
     def request_arrived() -> tuple | None:
         got = sch.basic_get("rpc", auto_ack=True)
         return got if got[0] is not None else None
 
     _method, props, body = wait_for(request_arrived)
     assert body == b"ping"
-    assert props.reply_to.startswith("amq.rabbitmq.reply-to.") and props.reply_to != "amq.rabbitmq.reply-to."
-    sch.basic_publish("", props.reply_to, b"pong", pika.BasicProperties(correlation_id=props.correlation_id))
+    assert (
+        props.reply_to.startswith("amq.rabbitmq.reply-to.")
+        and props.reply_to != "amq.rabbitmq.reply-to."
+    )
+    sch.basic_publish(
+        "", props.reply_to, b"pong", pika.BasicProperties(correlation_id=props.correlation_id)
+    )
     wait_for(lambda: (client.process_data_events(time_limit=0.02), replies)[1])
     assert replies == [(b"pong", "c1")]
     client.close()

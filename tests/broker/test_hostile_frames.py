@@ -53,7 +53,10 @@ def test_second_channel_open(node: InProcessNode, raw: RawClient) -> None:
     raw.handshake()
     raw.send(method_frame(1, m.ChannelOpen()))
     close = raw.expect_connection_close()
-    assert (close.reply_code, close.reply_text) == (504, "CHANNEL_ERROR - second 'channel.open' seen")
+    assert (close.reply_code, close.reply_text) == (
+        504,
+        "CHANNEL_ERROR - second 'channel.open' seen",
+    )
 
 
 def test_body_without_header(node: InProcessNode, raw: RawClient) -> None:
@@ -152,7 +155,10 @@ def test_oversized_message_closes_channel_only(node: InProcessNode) -> None:
         channel, close = raw.read_method()  # type: ignore[misc]
         assert channel == 1 and isinstance(close, m.ChannelClose)
         assert close.reply_code == 406
-        assert close.reply_text == "PRECONDITION_FAILED - message size 5000 is larger than configured max size 1000"
+        assert (
+            close.reply_text
+            == "PRECONDITION_FAILED - message size 5000 is larger than configured max size 1000"
+        )
         raw.send(method_frame(1, m.ChannelCloseOk()))
         raw.send(method_frame(1, m.ChannelOpen()))
         assert isinstance(raw.read_method()[1], m.ChannelOpenOk)  # type: ignore[index]

@@ -33,7 +33,9 @@ def test_ports_file_and_clean_shutdown(process: NodeProcess) -> None:
         conn.process_data_events(time_limit=2)
         conn.channel()
     closed.append((info.value.reply_code, info.value.reply_text))
-    assert closed == [(320, "CONNECTION_FORCED - broker forced connection closure with reason 'shutdown'")]
+    assert closed == [
+        (320, "CONNECTION_FORCED - broker forced connection closure with reason 'shutdown'")
+    ]
 
 
 def test_kombu_producer_and_consumer(process: NodeProcess) -> None:

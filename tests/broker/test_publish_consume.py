@@ -150,8 +150,18 @@ def test_round_robin_between_consumers(node: InProcessNode) -> None:
     ch = conn.channel()
     ch.queue_declare("rr")
     seen: dict[str, int] = {"a": 0, "b": 0}
-    ch.basic_consume("rr", lambda c, m, p, b: seen.__setitem__("a", seen["a"] + 1), auto_ack=True, consumer_tag="a")
-    ch.basic_consume("rr", lambda c, m, p, b: seen.__setitem__("b", seen["b"] + 1), auto_ack=True, consumer_tag="b")
+    ch.basic_consume(
+        "rr",
+        lambda c, m, p, b: seen.__setitem__("a", seen["a"] + 1),
+        auto_ack=True,
+        consumer_tag="a",
+    )
+    ch.basic_consume(
+        "rr",
+        lambda c, m, p, b: seen.__setitem__("b", seen["b"] + 1),
+        auto_ack=True,
+        consumer_tag="b",
+    )
     for _ in range(10):
         ch.basic_publish("", "rr", b"x")
     wait_for(lambda: (conn.process_data_events(time_limit=0.05), sum(seen.values()) == 10)[1])
@@ -164,10 +174,18 @@ def test_consumer_priorities(node: InProcessNode) -> None:
     ch = conn.channel()
     ch.queue_declare("prio-consumers")
     seen: list[str] = []
-    ch.basic_consume("prio-consumers", lambda c, m, p, b: seen.append("low"), auto_ack=True,
-                     arguments={"x-priority": 1})
-    ch.basic_consume("prio-consumers", lambda c, m, p, b: seen.append("high"), auto_ack=True,
-                     arguments={"x-priority": 10})
+    ch.basic_consume(
+        "prio-consumers",
+        lambda c, m, p, b: seen.append("low"),
+        auto_ack=True,
+        arguments={"x-priority": 1},
+    )
+    ch.basic_consume(
+        "prio-consumers",
+        lambda c, m, p, b: seen.append("high"),
+        auto_ack=True,
+        arguments={"x-priority": 10},
+    )
     for _ in range(5):
         ch.basic_publish("", "prio-consumers", b"x")
     wait_for(lambda: (conn.process_data_events(time_limit=0.05), len(seen) == 5)[1])
@@ -181,8 +199,12 @@ def test_blocked_high_priority_consumer_lets_lower_one_receive(node: InProcessNo
     ch.queue_declare("prio-blocked")
     ch.basic_qos(prefetch_count=1)
     seen: list[str] = []
-    ch.basic_consume("prio-blocked", lambda c, m, p, b: seen.append("high"), arguments={"x-priority": 10})
-    ch.basic_consume("prio-blocked", lambda c, m, p, b: seen.append("low"), arguments={"x-priority": 1})
+    ch.basic_consume(
+        "prio-blocked", lambda c, m, p, b: seen.append("high"), arguments={"x-priority": 10}
+    )
+    ch.basic_consume(
+        "prio-blocked", lambda c, m, p, b: seen.append("low"), arguments={"x-priority": 1}
+    )
     for _ in range(2):
         ch.basic_publish("", "prio-blocked", b"x")
     wait_for(lambda: (conn.process_data_events(time_limit=0.05), len(seen) == 2)[1])
@@ -195,8 +217,12 @@ def test_single_active_consumer(node: InProcessNode) -> None:
     ch = conn.channel()
     ch.queue_declare("sac", arguments={"x-single-active-consumer": True})
     seen: list[str] = []
-    ch.basic_consume("sac", lambda c, m, p, b: seen.append("first"), auto_ack=True, consumer_tag="first")
-    ch.basic_consume("sac", lambda c, m, p, b: seen.append("second"), auto_ack=True, consumer_tag="second")
+    ch.basic_consume(
+        "sac", lambda c, m, p, b: seen.append("first"), auto_ack=True, consumer_tag="first"
+    )
+    ch.basic_consume(
+        "sac", lambda c, m, p, b: seen.append("second"), auto_ack=True, consumer_tag="second"
+    )
     for _ in range(4):
         ch.basic_publish("", "sac", b"x")
     wait_for(lambda: (conn.process_data_events(time_limit=0.05), len(seen) == 4)[1])
@@ -215,7 +241,9 @@ def test_aio_pika_round_trip(node: InProcessNode) -> None:
             ch = await conn.channel()
             queue = await ch.declare_queue("aio", durable=False)
             for i in range(20):
-                await ch.default_exchange.publish(aio_pika.Message(body=str(i).encode()), routing_key="aio")
+                await ch.default_exchange.publish(
+                    aio_pika.Message(body=str(i).encode()), routing_key="aio"
+                )
             bodies: list[bytes] = []
             async with queue.iterator() as it:
                 async for message in it:

@@ -121,10 +121,16 @@ def test_frames_sent_behind_a_declare_wait_for_it_in_order() -> None:
             body = b"behind the declares"
             header = encode_header_payload(60, len(body), BasicProperties().encode())
             client.send(
-                method_frame(1, m.ExchangeDeclare(exchange="pipelined", type="fanout", no_wait=True))
+                method_frame(
+                    1, m.ExchangeDeclare(exchange="pipelined", type="fanout", no_wait=True)
+                )
                 + method_frame(1, m.QueueDeclare(queue="pipelined-q", no_wait=True))
-                + method_frame(1, m.QueueBind(queue="pipelined-q", exchange="pipelined", no_wait=True))
-                + content_frames(1, m.BasicPublish(exchange="pipelined").encode(), header, body, 131072)
+                + method_frame(
+                    1, m.QueueBind(queue="pipelined-q", exchange="pipelined", no_wait=True)
+                )
+                + content_frames(
+                    1, m.BasicPublish(exchange="pipelined").encode(), header, body, 131072
+                )
                 + method_frame(1, m.BasicGet(queue="pipelined-q", no_ack=True))
             )
             reply = client.read_method()
@@ -166,7 +172,9 @@ def test_two_nodes_declaring_one_exclusive_queue_at_once_get_one_queue() -> None
                     if connection.is_open:
                         connection.close()
             # The owner's connection closed: the name is free again everywhere.
-            wait_for(lambda name=name: not any(r["name"] == name for r in n1.metadata("queues")), 10, 0.1)
+            wait_for(
+                lambda name=name: not any(r["name"] == name for r in n1.metadata("queues")), 10, 0.1
+            )
 
 
 def test_exclusive_queues_of_a_closed_connection_go_from_every_node() -> None:
@@ -302,7 +310,9 @@ def test_the_management_api_of_every_node_lists_every_queue_and_shares_policies(
 
         on_channel(n2, fill)
         # A policy set through one node's API applies to a queue homed on another.
-        result = n1.ctl("set_policy", "cap", "^limited$", '{"max-length": 2}', "--apply-to", "queues")
+        result = n1.ctl(
+            "set_policy", "cap", "^limited$", '{"max-length": 2}', "--apply-to", "queues"
+        )
         assert result.code == 0, result.err
 
         def shown_on_n1() -> dict[str, Any] | None:

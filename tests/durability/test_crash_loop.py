@@ -18,7 +18,9 @@ PRODUCERS = 3
 PERSISTENT = pika.BasicProperties(delivery_mode=2)
 
 
-def _produce(url: str, round_no: int, producer: int, confirmed: list[str], stop: threading.Event) -> None:
+def _produce(
+    url: str, round_no: int, producer: int, confirmed: list[str], stop: threading.Event
+) -> None:
     try:
         conn = pika.BlockingConnection(pika.URLParameters(url))
         ch = conn.channel()
@@ -47,7 +49,9 @@ def _run_rounds(rounds: int, seed: int) -> None:
                 confirmed: list[str] = []
                 stop = threading.Event()
                 threads = [
-                    threading.Thread(target=_produce, args=(node.url, round_no, p, confirmed, stop), daemon=True)
+                    threading.Thread(
+                        target=_produce, args=(node.url, round_no, p, confirmed, stop), daemon=True
+                    )
                     for p in range(PRODUCERS)
                 ]
                 for thread in threads:
@@ -67,12 +71,16 @@ def _run_rounds(rounds: int, seed: int) -> None:
                         break
                     message_id = body.decode()
                     if message_id in consumed_before or message_id in seen:
-                        assert method.redelivered, f"seed {seed} round {round_no}: {message_id} duplicated"
+                        assert method.redelivered, (
+                            f"seed {seed} round {round_no}: {message_id} duplicated"
+                        )
                     seen[message_id] = seen.get(message_id, 0) + 1
                     ch.basic_ack(method.delivery_tag)
                 conn.close()
                 missing = [m for m in confirmed if m not in seen]
-                assert not missing, f"seed {seed} round {round_no}: {len(missing)} confirmed lost, e.g. {missing[:3]}"
+                assert not missing, (
+                    f"seed {seed} round {round_no}: {len(missing)} confirmed lost, e.g. {missing[:3]}"
+                )
                 assert confirmed, "no message was confirmed before the crash"
                 consumed_before |= set(seen)
         finally:

@@ -17,8 +17,12 @@ def test_low_disk_blocks_publishers() -> None:
         client = RawClient(node.port)
         client.handshake(capabilities={"connection.blocked": True})
         # As RabbitMQ, a connection hears it is blocked when it publishes.
-        client.send(method_frame(1, m.BasicPublish(routing_key="q")) + struct.pack(">BHI", 2, 1, 14)
-                    + struct.pack(">HHQH", 60, 0, 0, 0) + b"\xce")
+        client.send(
+            method_frame(1, m.BasicPublish(routing_key="q"))
+            + struct.pack(">BHI", 2, 1, 14)
+            + struct.pack(">HHQH", 60, 0, 0, 0)
+            + b"\xce"
+        )
         channel, method = client.read_method()  # type: ignore[misc]
         assert channel == 0 and isinstance(method, m.ConnectionBlocked)
         assert method.reason == "low on disk"

@@ -41,8 +41,9 @@ def test_durable_persistent_messages_survive_clean_restart(data_dir: str) -> Non
         ch.queue_declare("scratch", durable=False)
         ch.queue_declare("mine", durable=True, exclusive=True)
         for i in range(100):
-            props = pika.BasicProperties(delivery_mode=2, headers={"n": i}, content_type="text/plain",
-                                         correlation_id=f"c{i}")
+            props = pika.BasicProperties(
+                delivery_mode=2, headers={"n": i}, content_type="text/plain", correlation_id=f"c{i}"
+            )
             ch.basic_publish("", "orders", f"m{i}".encode(), props)
         ch.basic_publish("", "orders", b"transient", pika.BasicProperties(delivery_mode=1))
         ch.basic_publish("", "scratch", b"gone", PERSISTENT)
@@ -154,7 +155,9 @@ def test_more_messages_than_the_memory_window(data_dir: str) -> None:
         ch.queue_declare("deep", durable=True)
         count = 6000
         for i in range(count):
-            ch.basic_publish("", "deep", str(i).encode(), PERSISTENT if i % 3 else pika.BasicProperties())
+            ch.basic_publish(
+                "", "deep", str(i).encode(), PERSISTENT if i % 3 else pika.BasicProperties()
+            )
         assert ch.queue_declare("deep", durable=True, passive=True).method.message_count == count
         got = _drain(ch, "deep")
         assert [int(body) for body, _, _ in got] == list(range(count))
@@ -172,8 +175,10 @@ def _api(node: NodeProcess, method: str, path: str, body: dict | None = None) ->
         f"http://127.0.0.1:{node.ports['mgmt']}{path}",
         data=json.dumps(body).encode() if body is not None else None,
         method=method,
-        headers={"Authorization": "Basic " + base64.b64encode(b"guest:guest").decode(),
-                 "Content-Type": "application/json"},
+        headers={
+            "Authorization": "Basic " + base64.b64encode(b"guest:guest").decode(),
+            "Content-Type": "application/json",
+        },
     )
     with urllib.request.urlopen(request, timeout=10) as response:
         payload = response.read()
@@ -185,13 +190,24 @@ def test_policies_users_and_vhosts_survive_restart(data_dir: str) -> None:
     try:
         _api(node, "PUT", "/api/vhosts/staging")
         _api(node, "PUT", "/api/users/alice", {"password": "s3cret", "tags": "monitoring"})
-        _api(node, "PUT", "/api/permissions/staging/alice", {"configure": ".*", "write": ".*", "read": ".*"})
-        _api(node, "PUT", "/api/policies/%2F/cap", {"pattern": "^capped$", "definition": {"max-length": 2},
-                                                   "apply-to": "queues"})
+        _api(
+            node,
+            "PUT",
+            "/api/permissions/staging/alice",
+            {"configure": ".*", "write": ".*", "read": ".*"},
+        )
+        _api(
+            node,
+            "PUT",
+            "/api/policies/%2F/cap",
+            {"pattern": "^capped$", "definition": {"max-length": 2}, "apply-to": "queues"},
+        )
         assert node.terminate() == 0
         node.start()
         assert any(p["name"] == "cap" for p in _api(node, "GET", "/api/policies"))  # type: ignore[union-attr]
-        conn = pika.BlockingConnection(pika.URLParameters(f"amqp://alice:s3cret@127.0.0.1:{node.ports['amqp']}/staging"))
+        conn = pika.BlockingConnection(
+            pika.URLParameters(f"amqp://alice:s3cret@127.0.0.1:{node.ports['amqp']}/staging")
+        )
         conn.close()
         conn = _connect(node)
         ch = conn.channel()

@@ -19,8 +19,10 @@ def _api(node: InProcessNode, method: str, path: str, body: dict[str, Any] | Non
         f"http://127.0.0.1:{node.node.ports['mgmt']}{path}",
         data=json.dumps(body).encode() if body is not None else None,
         method=method,
-        headers={"Authorization": "Basic " + base64.b64encode(b"guest:guest").decode(),
-                 "Content-Type": "application/json"},
+        headers={
+            "Authorization": "Basic " + base64.b64encode(b"guest:guest").decode(),
+            "Content-Type": "application/json",
+        },
     )
     with urllib.request.urlopen(request, timeout=10) as response:
         payload = response.read()
@@ -38,11 +40,22 @@ def _fill(channel, queue: str, count: int) -> list[bytes]:
         got.append(body)
 
 
-def _policy(node: InProcessNode, name: str, pattern: str, definition: dict[str, Any], *,
-            operator: bool = False, priority: int = 0) -> None:
+def _policy(
+    node: InProcessNode,
+    name: str,
+    pattern: str,
+    definition: dict[str, Any],
+    *,
+    operator: bool = False,
+    priority: int = 0,
+) -> None:
     kind = "operator-policies" if operator else "policies"
-    _api(node, "PUT", f"/api/{kind}/%2F/{name}",
-         {"pattern": pattern, "definition": definition, "apply-to": "queues", "priority": priority})
+    _api(
+        node,
+        "PUT",
+        f"/api/{kind}/%2F/{name}",
+        {"pattern": pattern, "definition": definition, "apply-to": "queues", "priority": priority},
+    )
 
 
 @pytest.mark.parametrize(
@@ -54,7 +67,9 @@ def _policy(node: InProcessNode, name: str, pattern: str, definition: dict[str, 
         (None, 4, None, 4),
     ],
 )
-def test_max_length_minimum_wins(node: InProcessNode, channel, argument, policy, operator, kept) -> None:
+def test_max_length_minimum_wins(
+    node: InProcessNode, channel, argument, policy, operator, kept
+) -> None:
     _policy(node, "p", "^lim$", {"max-length": policy})
     if operator is not None:
         _policy(node, "op", "^lim$", {"max-length": operator}, operator=True)
@@ -64,12 +79,18 @@ def test_max_length_minimum_wins(node: InProcessNode, channel, argument, policy,
     queue = _api(node, "GET", "/api/queues/%2F/lim")
     assert queue["policy"] == "p"
     # As RabbitMQ shows it: the policy merged with the operator policy, arguments apart.
-    assert queue["effective_policy_definition"]["max-length"] == min(p for p in (policy, operator) if p)
+    assert queue["effective_policy_definition"]["max-length"] == min(
+        p for p in (policy, operator) if p
+    )
 
 
 def test_argument_wins_for_overflow_and_dead_letter_exchange(node: InProcessNode, channel) -> None:
-    _policy(node, "p", "^ovf$", {"overflow": "reject-publish", "dead-letter-exchange": "nowhere",
-                                 "max-length": 1})
+    _policy(
+        node,
+        "p",
+        "^ovf$",
+        {"overflow": "reject-publish", "dead-letter-exchange": "nowhere", "max-length": 1},
+    )
     channel.queue_declare("ovf", arguments={"x-overflow": "drop-head"})
     assert _fill(channel, "ovf", 3) == [b"2"]  # drop-head from the argument, not reject-publish
 
@@ -96,14 +117,19 @@ def test_message_ttl_from_policy(node: InProcessNode, channel) -> None:
     _policy(node, "ttl", "^ttl-by-policy$", {"message-ttl": 30})
     channel.queue_declare("ttl-by-policy")
     channel.basic_publish("", "ttl-by-policy", b"x")
-    wait_for(lambda: channel.queue_declare("ttl-by-policy", passive=True).method.message_count == 0, timeout=5)
+    wait_for(
+        lambda: channel.queue_declare("ttl-by-policy", passive=True).method.message_count == 0,
+        timeout=5,
+    )
 
 
 def test_priority_queue_expired_low_priority_message_counts_until_head(channel) -> None:
     """Spec 002: an expired message behind higher priorities still counts; dropped at the head."""
     channel.queue_declare("prio-ttl", arguments={"x-max-priority": 5})
     channel.basic_publish("", "prio-ttl", b"high", pika.BasicProperties(priority=5))
-    channel.basic_publish("", "prio-ttl", b"low-expiring", pika.BasicProperties(priority=1, expiration="20"))
+    channel.basic_publish(
+        "", "prio-ttl", b"low-expiring", pika.BasicProperties(priority=1, expiration="20")
+    )
     deadline = time.monotonic() + 0.1
     while time.monotonic() < deadline:  # let the low-priority message's TTL pass
         channel.connection.process_data_events(time_limit=0.02)

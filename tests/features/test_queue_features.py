@@ -69,7 +69,9 @@ def test_reject_publish_nacks_and_other_queues_keep_their_copy(channel) -> None:
 
 
 def test_only_ready_messages_count_toward_the_limit(channel) -> None:
-    channel.queue_declare("ready-only", arguments={"x-max-length": 1, "x-overflow": "reject-publish"})
+    channel.queue_declare(
+        "ready-only", arguments={"x-max-length": 1, "x-overflow": "reject-publish"}
+    )
     channel.basic_publish("", "ready-only", b"a")
     _delivered, _, _ = channel.basic_get("ready-only")  # now unacked, not ready
     channel.confirm_delivery()
@@ -81,12 +83,16 @@ def test_message_ttl_and_dead_letter(node: InProcessNode, channel) -> None:
     channel.queue_declare("dead")
     channel.queue_declare(
         "ttl",
-        arguments={"x-message-ttl": 50, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "dead"},
+        arguments={
+            "x-message-ttl": 50,
+            "x-dead-letter-exchange": "",
+            "x-dead-letter-routing-key": "dead",
+        },
     )
     channel.basic_publish("", "ttl", b"old", pika.BasicProperties(headers={"k": "v"}))
     wait_for(lambda: _count(channel, "dead") == 1, timeout=5)
     assert _count(channel, "ttl") == 0
-    (body, props, method), = _drain(channel, "dead")
+    ((body, props, method),) = _drain(channel, "dead")
     assert body == b"old"
     assert method.routing_key == "dead"
     assert props.headers["k"] == "v"
@@ -127,18 +133,24 @@ def test_rejected_messages_are_dead_lettered(channel) -> None:
     channel.basic_publish("", "work-dl", b"bad")
     m, _, _ = channel.basic_get("work-dl")
     channel.basic_reject(m.delivery_tag, requeue=False)
-    (body, props, method), = _drain(channel, "graveyard")
+    ((body, props, method),) = _drain(channel, "graveyard")
     assert body == b"bad" and method.exchange == "dlx" and method.routing_key == "work-dl"
     assert props.headers["x-death"][0]["reason"] == "rejected"
 
 
 def test_maxlen_dead_letter_and_count_increment(channel) -> None:
-    channel.queue_declare("overflow-dl", arguments={"x-max-length": 1, "x-dead-letter-exchange": "",
-                                                    "x-dead-letter-routing-key": "overflow-target"})
+    channel.queue_declare(
+        "overflow-dl",
+        arguments={
+            "x-max-length": 1,
+            "x-dead-letter-exchange": "",
+            "x-dead-letter-routing-key": "overflow-target",
+        },
+    )
     channel.queue_declare("overflow-target")
     channel.basic_publish("", "overflow-dl", b"1")
     channel.basic_publish("", "overflow-dl", b"2")
-    (body, props, _), = _drain(channel, "overflow-target")
+    ((body, props, _),) = _drain(channel, "overflow-target")
     assert body == b"1" and props.headers["x-death"][0]["reason"] == "maxlen"
 
 
@@ -153,7 +165,10 @@ def test_dead_letter_cycle_is_dropped(channel) -> None:
 
 def test_queue_expires_when_unused(node: InProcessNode, channel) -> None:
     channel.queue_declare("short-lived", arguments={"x-expires": 100})
-    wait_for(lambda: "short-lived" not in node.call(lambda: set(node.broker.vhosts["/"].queues)), timeout=5)
+    wait_for(
+        lambda: "short-lived" not in node.call(lambda: set(node.broker.vhosts["/"].queues)),
+        timeout=5,
+    )
 
 
 def test_queue_with_consumer_does_not_expire(node: InProcessNode, channel) -> None:
@@ -166,9 +181,11 @@ def test_queue_with_consumer_does_not_expire(node: InProcessNode, channel) -> No
 def test_cc_and_bcc_route_too_and_bcc_is_removed(channel) -> None:
     for name in ("main", "copy", "blind"):
         channel.queue_declare(name)
-    channel.basic_publish("", "main", b"x", pika.BasicProperties(headers={"CC": ["copy"], "BCC": ["blind"]}))
+    channel.basic_publish(
+        "", "main", b"x", pika.BasicProperties(headers={"CC": ["copy"], "BCC": ["blind"]})
+    )
     got = {name: _drain(channel, name) for name in ("main", "copy", "blind")}
     assert all(len(messages) == 1 for messages in got.values())
     for messages in got.values():
-        (_body, props, _method), = messages
+        ((_body, props, _method),) = messages
         assert props.headers == {"CC": ["copy"]}

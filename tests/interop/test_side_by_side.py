@@ -28,7 +28,9 @@ def _run(url: str, scenario: Callable[[pika.BlockingConnection, Transcript], Non
     return seen
 
 
-def _channel_error(conn: pika.BlockingConnection, seen: Transcript, action: Callable[[Any], Any]) -> None:
+def _channel_error(
+    conn: pika.BlockingConnection, seen: Transcript, action: Callable[[Any], Any]
+) -> None:
     ch = conn.channel()
     try:
         result = action(ch)
@@ -42,14 +44,30 @@ def declare_errors(conn: pika.BlockingConnection, seen: Transcript) -> None:
     ch = conn.channel()
     ch.queue_delete(prefix + "q")
     ch.queue_declare(prefix + "q", durable=False, arguments={"x-max-length": 10})
-    _channel_error(conn, seen, lambda c: c.queue_declare(prefix + "q", durable=True).method.message_count)
-    _channel_error(conn, seen, lambda c: c.queue_declare(prefix + "q", arguments={"x-max-length": 11}))
-    _channel_error(conn, seen, lambda c: c.queue_declare(prefix + "q", arguments={"x-max-length": 10, "x-unknown": 1}).method.queue)
+    _channel_error(
+        conn, seen, lambda c: c.queue_declare(prefix + "q", durable=True).method.message_count
+    )
+    _channel_error(
+        conn, seen, lambda c: c.queue_declare(prefix + "q", arguments={"x-max-length": 11})
+    )
+    _channel_error(
+        conn,
+        seen,
+        lambda c: (
+            c.queue_declare(
+                prefix + "q", arguments={"x-max-length": 10, "x-unknown": 1}
+            ).method.queue
+        ),
+    )
     _channel_error(conn, seen, lambda c: c.queue_declare(prefix + "q").method.queue)
     _channel_error(conn, seen, lambda c: c.queue_declare(prefix + "missing", passive=True))
     _channel_error(conn, seen, lambda c: c.queue_declare("amq.reserved"))
-    _channel_error(conn, seen, lambda c: c.queue_declare(prefix + "bad", arguments={"x-max-length": -1}))
-    _channel_error(conn, seen, lambda c: c.queue_declare(prefix + "bad", arguments={"x-max-priority": 256}))
+    _channel_error(
+        conn, seen, lambda c: c.queue_declare(prefix + "bad", arguments={"x-max-length": -1})
+    )
+    _channel_error(
+        conn, seen, lambda c: c.queue_declare(prefix + "bad", arguments={"x-max-priority": 256})
+    )
     _channel_error(conn, seen, lambda c: c.exchange_declare("amq.mine", "direct"))
     _channel_error(conn, seen, lambda c: c.exchange_declare("amq.direct", "fanout"))
     _channel_error(conn, seen, lambda c: c.exchange_declare(prefix + "missing-ex", passive=True))
@@ -58,7 +76,9 @@ def declare_errors(conn: pika.BlockingConnection, seen: Transcript) -> None:
     _channel_error(conn, seen, lambda c: c.queue_bind(prefix + "q", ""))
     _channel_error(conn, seen, lambda c: c.exchange_delete(""))
     _channel_error(conn, seen, lambda c: c.basic_get(""))
-    _channel_error(conn, seen, lambda c: (c.basic_ack(7), c.queue_declare(prefix + "q").method.queue)[1])
+    _channel_error(
+        conn, seen, lambda c: (c.basic_ack(7), c.queue_declare(prefix + "q").method.queue)[1]
+    )
     ch.queue_delete(prefix + "q")
 
 
@@ -78,7 +98,9 @@ def routing(conn: pika.BlockingConnection, seen: Transcript) -> None:
     for key in ["a.b.c", "a", "a.b.b.c", "b.a"]:
         ch.basic_publish("rt-topic", key, key.encode())
     for headers in [{"k": "v"}, {"n": 1}, {"k": "w"}]:
-        ch.basic_publish("rt-headers", "", str(headers).encode(), pika.BasicProperties(headers=headers))
+        ch.basic_publish(
+            "rt-headers", "", str(headers).encode(), pika.BasicProperties(headers=headers)
+        )
     for name in names:
         bodies = []
         while True:

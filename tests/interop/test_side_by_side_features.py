@@ -29,8 +29,17 @@ def _drain(ch, queue: str) -> list[Any]:
         method, props, body = ch.basic_get(queue, auto_ack=True)
         if method is None:
             return got
-        got.append((body, method.exchange, method.routing_key, method.redelivered,
-                    _without_times(props.headers), props.expiration, props.priority))
+        got.append(
+            (
+                body,
+                method.exchange,
+                method.routing_key,
+                method.redelivered,
+                _without_times(props.headers),
+                props.expiration,
+                props.priority,
+            )
+        )
 
 
 def _wait_count(ch, queue: str, count: int) -> None:
@@ -54,12 +63,22 @@ def features(conn: pika.BlockingConnection, seen: Transcript) -> None:
         ch.basic_publish("", "ft-dh", str(i).encode())
     seen.append(_drain(ch, "ft-dh"))
     ch.queue_declare("ft-dead")
-    ch.queue_declare("ft-ttl", arguments={"x-message-ttl": 30, "x-dead-letter-exchange": "",
-                                          "x-dead-letter-routing-key": "ft-dead"})
-    ch.basic_publish("", "ft-ttl", b"expiring", pika.BasicProperties(headers={"h": 1}, expiration="10000"))
+    ch.queue_declare(
+        "ft-ttl",
+        arguments={
+            "x-message-ttl": 30,
+            "x-dead-letter-exchange": "",
+            "x-dead-letter-routing-key": "ft-dead",
+        },
+    )
+    ch.basic_publish(
+        "", "ft-ttl", b"expiring", pika.BasicProperties(headers={"h": 1}, expiration="10000")
+    )
     _wait_count(ch, "ft-dead", 1)
     seen.append(_drain(ch, "ft-dead"))
-    ch.queue_declare("ft-rej", arguments={"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "ft-dead"})
+    ch.queue_declare(
+        "ft-rej", arguments={"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "ft-dead"}
+    )
     ch.basic_publish("", "ft-rej", b"rejected")
     method, _, _ = ch.basic_get("ft-rej")
     ch.basic_reject(method.delivery_tag, requeue=False)
@@ -74,11 +93,25 @@ def features(conn: pika.BlockingConnection, seen: Transcript) -> None:
             seen.append(("acked", body))
         except pika.exceptions.NackError:
             seen.append(("nacked", body))
-    _channel_error(conn, seen, lambda c: c.basic_publish("", "ft-rp", b"x", pika.BasicProperties(expiration="abc"))
-                   or c.queue_declare("ft-rp", passive=True).method.message_count)
-    _channel_error(conn, seen, lambda c: c.basic_publish("", "ft-rp", b"x", pika.BasicProperties(expiration="12x"))
-                   or c.queue_declare("ft-rp", passive=True).method.message_count)
-    _channel_error(conn, seen, lambda c: c.queue_declare("ft-bad", arguments={"x-overflow": "nope"}))
+    _channel_error(
+        conn,
+        seen,
+        lambda c: (
+            c.basic_publish("", "ft-rp", b"x", pika.BasicProperties(expiration="abc"))
+            or c.queue_declare("ft-rp", passive=True).method.message_count
+        ),
+    )
+    _channel_error(
+        conn,
+        seen,
+        lambda c: (
+            c.basic_publish("", "ft-rp", b"x", pika.BasicProperties(expiration="12x"))
+            or c.queue_declare("ft-rp", passive=True).method.message_count
+        ),
+    )
+    _channel_error(
+        conn, seen, lambda c: c.queue_declare("ft-bad", arguments={"x-overflow": "nope"})
+    )
     _channel_error(conn, seen, lambda c: c.queue_declare("ft-bad", arguments={"x-message-ttl": -1}))
     for name in ("ft-prio", "ft-dh", "ft-ttl", "ft-dead", "ft-rp", "ft-rej"):
         ch.queue_delete(name)

@@ -40,8 +40,13 @@ class InProcessNode:
 
     def __init__(self, **config: Any) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="leveret-test-")
-        defaults = {"bind": "127.0.0.1", "amqp_port": 0, "mgmt_port": 0, "cluster_port": 0,
-                    "data_dir": self._tmp.name}
+        defaults = {
+            "bind": "127.0.0.1",
+            "amqp_port": 0,
+            "mgmt_port": 0,
+            "cluster_port": 0,
+            "data_dir": self._tmp.name,
+        }
         defaults.update(config)
         self.config = Config(**defaults)
         self.loop = asyncio.new_event_loop()
@@ -86,9 +91,23 @@ class NodeProcess:
         self.ports_file = os.path.join(self._tmp.name, "ports.json")
         self.log_path = os.path.join(self._tmp.name, "node.log")
         self.args = [
-            sys.executable, "-m", "leveret", "server",
-            "--bind", "127.0.0.1", "--amqp-port", "0", "--mgmt-port", "0", "--cluster-port", "0",
-            "--data-dir", self.data_dir, "--ports-file", self.ports_file, *(extra_args or []),
+            sys.executable,
+            "-m",
+            "leveret",
+            "server",
+            "--bind",
+            "127.0.0.1",
+            "--amqp-port",
+            "0",
+            "--mgmt-port",
+            "0",
+            "--cluster-port",
+            "0",
+            "--data-dir",
+            self.data_dir,
+            "--ports-file",
+            self.ports_file,
+            *(extra_args or []),
         ]
         self.proc: subprocess.Popen[bytes] | None = None
         self.ports: dict[str, int] = {}

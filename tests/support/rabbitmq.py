@@ -187,8 +187,12 @@ class RabbitNode:
             raise RabbitMQStartError("the server is still running; call stop_server first")
         with open(self.base_dir / "log" / "stdout.log", "ab") as output:
             self.process = subprocess.Popen(
-                self.launch_argv, env=self.launch_env, cwd=self.base_dir,
-                start_new_session=True, stdin=subprocess.DEVNULL, stdout=output,
+                self.launch_argv,
+                env=self.launch_env,
+                cwd=self.base_dir,
+                start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
                 stderr=subprocess.STDOUT,
             )
         _wait_node_ready(self, timeout)
@@ -211,7 +215,10 @@ def _describe_logs(base_dir: Path, lines: int = _LOG_TAIL_LINES) -> str:
 
 
 def _write_node_files(
-    base: Path, amqp_port: int, mgmt_port: int | None, management: bool,
+    base: Path,
+    amqp_port: int,
+    mgmt_port: int | None,
+    management: bool,
     extra_config: Sequence[str],
 ) -> None:
     for sub in ("home", "log", "mnesia", "plugins-expand"):
@@ -237,28 +244,35 @@ def _write_node_files(
 
 
 def _node_env(
-    base: Path, node_name: str, amqp_port: int, dist_port: int, epmd_port: int,
-    scheduler_one: bool, extra_env: Mapping[str, str],
+    base: Path,
+    node_name: str,
+    amqp_port: int,
+    dist_port: int,
+    epmd_port: int,
+    scheduler_one: bool,
+    extra_env: Mapping[str, str],
 ) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("RABBITMQ_")}
-    env.update({
-        "HOME": str(base / "home"),
-        "ERL_EPMD_PORT": str(epmd_port),
-        "RABBITMQ_BASE": str(base),
-        "RABBITMQ_CONF_ENV_FILE": str(base / "rabbitmq-env.conf"),
-        "RABBITMQ_CONFIG_FILE": str(base / "rabbitmq.conf"),
-        "RABBITMQ_ADVANCED_CONFIG_FILE": str(base / "advanced.config"),
-        "RABBITMQ_ENABLED_PLUGINS_FILE": str(base / "enabled_plugins"),
-        "RABBITMQ_PLUGINS_EXPAND_DIR": str(base / "plugins-expand"),
-        "RABBITMQ_MNESIA_BASE": str(base / "mnesia"),
-        "RABBITMQ_LOG_BASE": str(base / "log"),
-        "RABBITMQ_LOGS": str(base / "log" / "rabbit.log"),
-        "RABBITMQ_PID_FILE": str(base / "rabbit.pid"),
-        "RABBITMQ_NODENAME": node_name,
-        "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
-        "RABBITMQ_NODE_PORT": str(amqp_port),
-        "RABBITMQ_DIST_PORT": str(dist_port),
-    })
+    env.update(
+        {
+            "HOME": str(base / "home"),
+            "ERL_EPMD_PORT": str(epmd_port),
+            "RABBITMQ_BASE": str(base),
+            "RABBITMQ_CONF_ENV_FILE": str(base / "rabbitmq-env.conf"),
+            "RABBITMQ_CONFIG_FILE": str(base / "rabbitmq.conf"),
+            "RABBITMQ_ADVANCED_CONFIG_FILE": str(base / "advanced.config"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(base / "enabled_plugins"),
+            "RABBITMQ_PLUGINS_EXPAND_DIR": str(base / "plugins-expand"),
+            "RABBITMQ_MNESIA_BASE": str(base / "mnesia"),
+            "RABBITMQ_LOG_BASE": str(base / "log"),
+            "RABBITMQ_LOGS": str(base / "log" / "rabbit.log"),
+            "RABBITMQ_PID_FILE": str(base / "rabbit.pid"),
+            "RABBITMQ_NODENAME": node_name,
+            "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+            "RABBITMQ_NODE_PORT": str(amqp_port),
+            "RABBITMQ_DIST_PORT": str(dist_port),
+        }
+    )
     if scheduler_one:
         # One scheduler thread (and one online), so "one core" means one core of Erlang work.
         extra_args = env.get("RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS", "")
@@ -269,8 +283,12 @@ def _node_env(
 
 def _amqp_ready(port: int) -> bool:
     params = pika.ConnectionParameters(
-        host="127.0.0.1", port=port, credentials=pika.PlainCredentials("guest", "guest"),
-        connection_attempts=1, socket_timeout=2.0, blocked_connection_timeout=2.0,
+        host="127.0.0.1",
+        port=port,
+        credentials=pika.PlainCredentials("guest", "guest"),
+        connection_attempts=1,
+        socket_timeout=2.0,
+        blocked_connection_timeout=2.0,
     )
     try:
         connection = pika.BlockingConnection(params)
@@ -309,8 +327,14 @@ def _wait_node_ready(node: RabbitNode, timeout: float) -> None:
 
 
 def _start_once(
-    server: str, management: bool, extra_env: Mapping[str, str], extra_config: Sequence[str],
-    cpu: int | None, scheduler_one: bool, timeout: float, keep_files: bool,
+    server: str,
+    management: bool,
+    extra_env: Mapping[str, str],
+    extra_config: Sequence[str],
+    cpu: int | None,
+    scheduler_one: bool,
+    timeout: float,
+    keep_files: bool,
 ) -> RabbitNode:
     amqp_port, mgmt_port, dist_port, epmd_port = _reserve_ports(4)
     base = Path(tempfile.mkdtemp(prefix="leveret-rabbitmq-"))
@@ -324,8 +348,11 @@ def _start_once(
     if epmd is not None:
         # Our own epmd on our own port: the node never registers with (or starts) a shared one.
         epmd_process = subprocess.Popen(
-            [*prefix, epmd, "-port", str(epmd_port)], env=env, start_new_session=True,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [*prefix, epmd, "-port", str(epmd_port)],
+            env=env,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         if not _wait_epmd_listening(epmd_process, epmd_port, timeout=10.0):
             _terminate(epmd_process, 5.0)
@@ -334,13 +361,25 @@ def _start_once(
 
     with open(base / "log" / "stdout.log", "wb") as output:
         process = subprocess.Popen(
-            [*prefix, server], env=env, cwd=base, start_new_session=True,
-            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+            [*prefix, server],
+            env=env,
+            cwd=base,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
         )
     node = RabbitNode(
-        amqp_port=amqp_port, mgmt_port=mgmt_port if management else None, dist_port=dist_port,
-        epmd_port=epmd_port, node_name=node_name, base_dir=base, process=process,
-        epmd_process=epmd_process, keep_files=keep_files, launch_argv=[*prefix, server],
+        amqp_port=amqp_port,
+        mgmt_port=mgmt_port if management else None,
+        dist_port=dist_port,
+        epmd_port=epmd_port,
+        node_name=node_name,
+        base_dir=base,
+        process=process,
+        epmd_process=epmd_process,
+        keep_files=keep_files,
+        launch_argv=[*prefix, server],
         launch_env=env,
     )
     try:
@@ -364,9 +403,7 @@ def _wait_http_ready(node: RabbitNode, port: int, deadline: float) -> None:
                 return
         except OSError:
             time.sleep(_POLL_INTERVAL)
-    raise RabbitMQStartError(
-        f"the management listener did not open port {port}\n{node.log_tail()}"
-    )
+    raise RabbitMQStartError(f"the management listener did not open port {port}\n{node.log_tail()}")
 
 
 def start_rabbitmq(
@@ -392,7 +429,13 @@ def start_rabbitmq(
     for _ in range(_START_ATTEMPTS):
         try:
             return _start_once(
-                server, management, extra_env or {}, extra_config, cpu, scheduler_one, timeout,
+                server,
+                management,
+                extra_env or {},
+                extra_config,
+                cpu,
+                scheduler_one,
+                timeout,
                 keep_files,
             )
         except RabbitMQStartError as error:

@@ -54,12 +54,18 @@ class RawClient:
         except TimeoutError:
             return data
 
-    def handshake(self, channel: int | None = 1, capabilities: dict[str, bool] | None = None) -> None:
+    def handshake(
+        self, channel: int | None = 1, capabilities: dict[str, bool] | None = None
+    ) -> None:
         self.send(PROTOCOL_HEADER)
         _, start = self.read_method()  # type: ignore[misc]
         assert isinstance(start, m.ConnectionStart)
         properties = {"capabilities": capabilities} if capabilities else {}
-        self.send(method_frame(0, m.ConnectionStartOk(properties, "PLAIN", b"\x00guest\x00guest", "en_US")))
+        self.send(
+            method_frame(
+                0, m.ConnectionStartOk(properties, "PLAIN", b"\x00guest\x00guest", "en_US")
+            )
+        )
         _, tune = self.read_method()  # type: ignore[misc]
         assert isinstance(tune, m.ConnectionTune)
         self.send(method_frame(0, m.ConnectionTuneOk(tune.channel_max, tune.frame_max, 0)))
