@@ -294,7 +294,9 @@ class Channel:
             self.reply(m.QueueBindOk())
 
     def _queue_unbind(self, method: m.QueueUnbind) -> None:
-        name = self._bindable_queue(method.queue, method)
+        name = self._queue_name(method.queue, method)
+        if self.vhost.has_destination("queue", name):
+            self._bindable_queue(name, method)  # 405 for another connection's exclusive queue
         self._check("write", "queue", name, method)
         self._check("read", "exchange", method.exchange, method)
         if self.shared is not None:
@@ -310,9 +312,9 @@ class Channel:
                 m.QueueUnbindOk(),
             )
             return
-        queue = self.vhost.queues[name]
+        # A missing queue, exchange or binding is unbound already: RabbitMQ answers unbind-ok.
         self.vhost.unbind(
-            method.exchange, queue.name, "queue", method.routing_key, method.arguments, method.ids
+            method.exchange, name, "queue", method.routing_key, method.arguments, method.ids
         )
         self.reply(m.QueueUnbindOk())
 

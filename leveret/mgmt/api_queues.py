@@ -6,7 +6,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ..amqp.errors import AMQPError
-from ..declare_rules import MAX_NAME_BYTES, QUEUE_DECLARE
+from ..declare_rules import MAX_NAME_BYTES, QUEUE_DECLARE, not_found
 from . import shared_writes
 from .access import login_vhosts
 from .cluster_link import cluster_control
@@ -20,7 +20,7 @@ from .context import (
     ok,
     require_keys,
 )
-from .errors import bad_request, from_amqp, not_authorised
+from .errors import ApiError, bad_request, from_amqp, not_authorised
 from .exchange_view import binding_json
 from .listing import list_response, select_columns
 from .message_view import message_json
@@ -188,7 +188,7 @@ def purge(ctx: Context) -> Reply:
 
 def get_messages(ctx: Context) -> Reply:
     """POST .../get: take up to `count` messages, then requeue or settle them per `ackmode`."""
-    queue = _queue(ctx)
+    vhost = ctx.vhost()
     body = ctx.json_body()
     require_keys(body, "count", "ackmode", "encoding")
     count, ackmode, encoding = body["count"], body["ackmode"], body["encoding"]
@@ -201,6 +201,11 @@ def get_messages(ctx: Context) -> Reply:
     truncate = body.get("truncate")
     if truncate is not None and (not isinstance(truncate, int) or truncate < 0):
         raise bad_request("truncate should be a non-negative integer")
+    queue = vhost.queues.get(ctx.param("name"))
+    if queue is None:
+        # RabbitMQ reads through an AMQP channel here: a missing queue gets basic.get's reply text.
+        missing = not_found("queue", ctx.param("name"), vhost.name, (0, 0))
+        raise ApiError(404, "not_found", missing.reply_text)
     check_permission(ctx, "read", queue.vhost, queue.name, "queue")
     taken = []
     shown = []

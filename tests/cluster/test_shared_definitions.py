@@ -109,6 +109,13 @@ def test_declarations_on_one_node_exist_on_every_node() -> None:
             wait_for(lambda node=node: not exists(node, "queue", "eu-orders"), 10, 0.1)
         assert n1.http("GET", "/api/exchanges/%2F/orders/bindings/source") == []
 
+        # Unbinding the deleted queue (aio-pika's RPC.close does) is unbind-ok on every node.
+        def unbind_deleted(channel: Any) -> str:
+            return type(channel.queue_unbind("eu-orders", "orders", "eu.*").method).__name__
+
+        for node in cluster.nodes:
+            assert on_channel(node, unbind_deleted) == "UnbindOk"
+
 
 def test_frames_sent_behind_a_declare_wait_for_it_in_order() -> None:
     """No-wait declares, a bind and a publish in one write: each sees what came before it."""

@@ -448,6 +448,28 @@ def refusal_requests(node: str, amqp_port: int) -> Iterator[tuple[str, dict[str,
     )
     yield "binding_missing", req("GET", f"/api/bindings/%2F/e/{EXCHANGE}/q/{Q1}/nope")
     yield "unbind_default_exchange", req("DELETE", f"/api/bindings/%2F/e/amq.default/q/{Q1}/{Q1}")
+    # Deleting what is not there, and purging or reading a missing queue.
+    yield "exchange_delete_missing", req("DELETE", "/api/exchanges/%2F/golden.missing")
+    yield "queue_delete_missing_vhost", req("DELETE", "/api/queues/golden-missing-vh/q")
+    yield "queue_purge_missing", req("DELETE", "/api/queues/%2F/golden.missing/contents")
+    yield (
+        "queue_get_missing",
+        req(
+            "POST",
+            "/api/queues/%2F/golden.missing/get",
+            {"count": 1, "ackmode": "ack_requeue_true", "encoding": "auto"},
+        ),
+    )
+    yield "unbind_missing_binding", req("DELETE", f"/api/bindings/%2F/e/{EXCHANGE}/q/{Q1}/nope")
+    yield (
+        "unbind_missing_queue",
+        req("DELETE", f"/api/bindings/%2F/e/{EXCHANGE}/q/golden.missing/k"),
+    )
+    yield "unbind_missing_exchange", req("DELETE", f"/api/bindings/%2F/e/golden.missing/q/{Q1}/k")
+    yield (
+        "unbind_missing_destination_exchange",
+        req("DELETE", f"/api/bindings/%2F/e/{EXCHANGE}/e/golden.missing/k"),
+    )
     yield "user_without_tags", req("PUT", "/api/users/golden-notags", {"password": "x"})
     yield (
         "user_password_and_hash",
