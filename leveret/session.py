@@ -65,6 +65,8 @@ class Transport(Protocol):
 
     def close_after_grace(self) -> None: ...
 
+    def close_when_client_does(self) -> None: ...
+
     def close_silently(self) -> None: ...
 
     def heartbeat_negotiated(self, seconds: int) -> None: ...
@@ -101,6 +103,7 @@ class Session:
         # How the cluster names this connection as the owner of its exclusive queues.
         self.owner_tag = f"{broker.config.node_name}/{RUN_ID}/{next(_session_numbers)}"
         self.closed = False
+        self._released = False
 
     # --- IO entry points ----------------------------------------------------------------------
 
@@ -144,6 +147,13 @@ class Session:
 
     def connection_lost(self) -> None:
         """The socket is gone: release channels and exclusive queues."""
+        self.release()
+
+    def release(self) -> None:
+        """Release channels and exclusive queues: at connection.close, or when the socket goes."""
+        if self._released:
+            return
+        self._released = True
         self.closed = True
         for queue in self._throttled_by:
             queue.throttled.discard(self)
@@ -379,9 +389,9 @@ class Session:
         elif kind is m.ConnectionOpen:
             self._open(method)  # type: ignore[arg-type]
         elif kind is m.ConnectionClose:
-            self._teardown_channels()
+            self.release()
             self.write(method_frame(0, m.ConnectionCloseOk()))
-            self.transport.close()
+            self.transport.close_when_client_does()
         elif kind is m.ConnectionCloseOk:
             self.transport.close()
         elif kind is m.ConnectionUpdateSecret:

@@ -17,6 +17,9 @@ log = logging.getLogger(__name__)
 
 # How long a client may take to answer our connection.close before the socket is dropped.
 CLOSE_GRACE_SECONDS = 1.0
+# After our connection.close-ok the client closes the socket, as with RabbitMQ, which drops it
+# itself after the heartbeat timeout, or 30 s at most (rabbit_reader's CLOSING_TIMEOUT).
+CLOSED_LINGER_SECONDS = 30.0
 SILENT_CLOSE_SECONDS = 3.0
 HIGH_WATER = 1 << 20
 LOW_WATER = 1 << 18
@@ -51,6 +54,7 @@ class AMQPProtocol(asyncio.Protocol):
         self._buffer_at_last_tick = 0
         self._last_write_progress = time.monotonic()
         self._handshake_timer: asyncio.TimerHandle | None = None
+        self._lingering = False  # closed in AMQP terms; read only to see the client hang up
 
     # --- asyncio.Protocol -----------------------------------------------------------------
 
@@ -95,7 +99,7 @@ class AMQPProtocol(asyncio.Protocol):
 
     def _update_reading(self) -> None:
         """The socket is read while the session allows it and no frames wait their turn."""
-        want = (
+        want = self._lingering or (
             self._reading
             and not self._turn_pending
             and not self._write_blocked
@@ -165,6 +169,19 @@ class AMQPProtocol(asyncio.Protocol):
         self._flush()
         self._closing = True
         self.transport.close()
+
+    def close_when_client_does(self) -> None:
+        """Flush, handle no more input, and wait (bounded) for the client to close the socket."""
+        if self._closing or self.transport is None:
+            return
+        self._flush()
+        self._closing = True
+        self._lingering = True
+        self._cancel_timers()
+        interval = self._heartbeat_interval
+        bound = interval if 0 < interval < CLOSED_LINGER_SECONDS else CLOSED_LINGER_SECONDS
+        self.loop.call_later(bound, self._abort)
+        self._update_reading()
 
     def close_silently(self) -> None:
         """Read no more and drop the socket after RabbitMQ's silent-close delay (3 s)."""
