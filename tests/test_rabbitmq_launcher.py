@@ -108,3 +108,29 @@ def test_find_rabbitmq_honours_an_override(monkeypatch: pytest.MonkeyPatch) -> N
     assert find_rabbitmq() is None
     monkeypatch.setenv("LEVERET_RABBITMQ_SERVER", "/bin/sh")
     assert find_rabbitmq() == "/bin/sh"
+
+
+@needs_rabbitmq
+def test_three_nodes_join_one_cluster_that_routes_between_them() -> None:
+    from tests.support.rabbitmq_cluster import rabbitmq_cluster
+
+    with rabbitmq_cluster(3) as cluster:
+        names = sorted(node.node_name for node in cluster.nodes)
+        for node in cluster.nodes:
+            assert cluster.running_nodes(node) == names
+        home, publisher, consumer = cluster.nodes
+        declare = pika.BlockingConnection(pika.URLParameters(home.url))
+        declare.channel().queue_declare("across-nodes")
+        declare.close()
+        publishing = pika.BlockingConnection(pika.URLParameters(publisher.url))
+        channel = publishing.channel()
+        channel.confirm_delivery()
+        channel.basic_publish("", "across-nodes", b"hop")
+        publishing.close()
+        consuming = pika.BlockingConnection(pika.URLParameters(consumer.url))
+        _method, _properties, body = consuming.channel().basic_get("across-nodes", auto_ack=True)
+        consuming.close()
+        assert body == b"hop"
+    for node in cluster.nodes:
+        assert node.process.poll() is not None and not node.base_dir.exists()
+    assert cluster.epmd_process is not None and cluster.epmd_process.poll() is not None

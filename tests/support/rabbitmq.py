@@ -220,12 +220,13 @@ def _write_node_files(
     mgmt_port: int | None,
     management: bool,
     extra_config: Sequence[str],
+    cookie: str,
 ) -> None:
     for sub in ("home", "log", "mnesia", "plugins-expand"):
         (base / sub).mkdir()
-    cookie = base / "home" / ".erlang.cookie"
-    cookie.write_text(uuid.uuid4().hex.upper())
-    cookie.chmod(0o400)
+    cookie_file = base / "home" / ".erlang.cookie"
+    cookie_file.write_text(cookie)
+    cookie_file.chmod(0o400)
     (base / "rabbitmq-env.conf").write_text("")
     config = [
         f"listeners.tcp.1 = 127.0.0.1:{amqp_port}",
@@ -335,17 +336,23 @@ def _start_once(
     scheduler_one: bool,
     timeout: float,
     keep_files: bool,
+    cluster: ClusterMembership | None = None,
 ) -> RabbitNode:
     amqp_port, mgmt_port, dist_port, epmd_port = _reserve_ports(4)
+    if cluster is not None:
+        epmd_port = cluster.epmd_port
     base = Path(tempfile.mkdtemp(prefix="leveret-rabbitmq-"))
     node_name = f"leveret-rmq-{os.getpid()}-{uuid.uuid4().hex[:8]}@localhost"
-    _write_node_files(base, amqp_port, mgmt_port if management else None, management, extra_config)
+    cookie = cluster.cookie if cluster is not None else uuid.uuid4().hex.upper()
+    _write_node_files(
+        base, amqp_port, mgmt_port if management else None, management, extra_config, cookie
+    )
     env = _node_env(base, node_name, amqp_port, dist_port, epmd_port, scheduler_one, extra_env)
     prefix = _die_with_parent() + (["taskset", "-c", str(cpu)] if cpu is not None else [])
 
     epmd_process = None
     epmd = _find_epmd()
-    if epmd is not None:
+    if epmd is not None and cluster is None:
         # Our own epmd on our own port: the node never registers with (or starts) a shared one.
         epmd_process = subprocess.Popen(
             [*prefix, epmd, "-port", str(epmd_port)],
@@ -406,6 +413,14 @@ def _wait_http_ready(node: RabbitNode, port: int, deadline: float) -> None:
     raise RabbitMQStartError(f"the management listener did not open port {port}\n{node.log_tail()}")
 
 
+@dataclass(frozen=True)
+class ClusterMembership:
+    """What the nodes of one RabbitMQ cluster share: an Erlang cookie and an epmd (its port)."""
+
+    cookie: str
+    epmd_port: int
+
+
 def start_rabbitmq(
     *,
     management: bool = False,
@@ -415,11 +430,13 @@ def start_rabbitmq(
     scheduler_one: bool = False,
     timeout: float = 90.0,
     keep_files: bool = False,
+    cluster: ClusterMembership | None = None,
 ) -> RabbitNode:
     """Start a RabbitMQ node on fresh loopback ports and return it once it accepts AMQP.
 
     `extra_config` lines are appended to the node's rabbitmq.conf; `cpu` pins the node (and
-    its epmd) to that core with taskset; `scheduler_one` adds `+S 1:1` to the VM's arguments.
+    its epmd) to that core with taskset; `scheduler_one` adds `+S 1:1` to the VM's arguments;
+    `cluster` gives the cookie and the (already running) epmd of the cluster it is to join.
     Raises RabbitMQStartError, carrying the log tail, on failure.
     """
     server = find_rabbitmq()
@@ -437,6 +454,7 @@ def start_rabbitmq(
                 scheduler_one,
                 timeout,
                 keep_files,
+                cluster,
             )
         except RabbitMQStartError as error:
             last_error = error
