@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from http import HTTPStatus
@@ -11,6 +12,13 @@ MAX_HEADER_BYTES = 64 * 1024
 # Definitions of a large broker can be big; anything beyond this is refused with 413.
 MAX_BODY_BYTES = 64 * 1024 * 1024
 _MAX_HEADERS = 100
+# Longer than any method HTTP defines: a longer run of letters is some other protocol.
+_MAX_METHOD_BYTES = 20
+_METHOD_RUN = re.compile(rb"[A-Za-z]*")
+# Anything visible (raw non-ASCII included, as the full parse accepts it) up to the next space.
+_TARGET_RUN = re.compile(rb"[^\x00-\x20\x7f]*")
+# What follows the target, byte by byte; "#" stands for any digit.
+_VERSION_AND_END = b"HTTP/1.#\r\n"
 
 
 class HttpError(Exception):
@@ -49,14 +57,58 @@ class _Head:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+class _RequestLineCheck:
+    """Follows a request line as it arrives, so that bytes no HTTP request can start with (an
+    AMQP protocol header, a TLS hello) are refused at once instead of when a head that will
+    never come is complete. Each byte is looked at once, however the line is split."""
+
+    def __init__(self) -> None:
+        self.scanned = 0
+        self.done = False
+        self._part = 0  # 0: method, 1: target, 2: version and line end
+        self._length = 0  # bytes of the current part seen so far
+
+    def check(self, buffer: bytearray) -> None:
+        """Look at the bytes of `buffer` (which starts with the line) not seen before."""
+        while not self.done and self.scanned < len(buffer):
+            if self._part < 2:
+                run = (_METHOD_RUN if self._part == 0 else _TARGET_RUN).match(buffer, self.scanned)
+                assert run is not None  # both patterns match the empty string
+                self._length += run.end() - self.scanned
+                self.scanned = run.end()
+                if self._part == 0 and self._length > _MAX_METHOD_BYTES:
+                    raise HttpError(400, "malformed request line")
+                if self.scanned == len(buffer):
+                    return
+                if buffer[self.scanned] != 0x20 or self._length == 0:
+                    raise HttpError(400, "malformed request line")
+                self.scanned += 1
+                self._part += 1
+                self._length = 0
+                continue
+            byte = buffer[self.scanned]
+            expected = _VERSION_AND_END[self._length]
+            if not (0x30 <= byte <= 0x39 if expected == 0x23 else byte == expected):
+                raise HttpError(400, "malformed request line")
+            self.scanned += 1
+            self._length += 1
+            self.done = self._length == len(_VERSION_AND_END)
+
+
 class RequestParser:
     """Splits a byte stream into requests; pipelined requests come out in order."""
 
     def __init__(self, max_body_bytes: int = MAX_BODY_BYTES) -> None:
         self._buffer = bytearray()
         self._head: _Head | None = None
+        self._line = _RequestLineCheck()
         self._max_body = max_body_bytes
         self._continue_sent = False
+
+    @property
+    def head_in_progress(self) -> bool:
+        """Part of a request head has arrived but not all of it."""
+        return self._head is None and bool(self._buffer)
 
     def feed(self, data: bytes) -> list[Request | ContinueExpected]:
         """Take received bytes; return the requests (and 100-continue cues) now complete."""
@@ -64,6 +116,7 @@ class RequestParser:
         events: list[Request | ContinueExpected] = []
         while True:
             if self._head is None:
+                self._line.check(self._buffer)
                 end = self._buffer.find(b"\r\n\r\n")
                 if end < 0:
                     if len(self._buffer) > MAX_HEADER_BYTES:
@@ -73,6 +126,7 @@ class RequestParser:
                     raise HttpError(431, "request header fields too large")
                 self._head = _parse_head(bytes(self._buffer[:end]))
                 del self._buffer[: end + 4]
+                self._line = _RequestLineCheck()
                 self._continue_sent = False
             body = self._take_body(self._head)
             if body is None:

@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 
 # A keep-alive connection with no request for this long is closed.
 IDLE_TIMEOUT_SECONDS = 120.0
+# A request head must be complete this long after its first byte: a client that trickles it
+# (slowloris) would otherwise hold the connection, as every byte restarts the idle clock.
+REQUEST_HEAD_TIMEOUT_SECONDS = 5.0
 # Stop reading a client's requests while this much of our output waits to be sent.
 WRITE_BUFFER_HIGH = 4 << 20
 _METHOD_ORDER = ("HEAD", "GET", "PUT", "POST", "DELETE")
@@ -153,6 +156,7 @@ class ManagementProtocol(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer_host = ""
         self._idle: asyncio.TimerHandle | None = None
+        self._head_deadline: asyncio.TimerHandle | None = None
         self._closing = False
         # Parsed but not yet answered; an HttpError ends the connection when its turn comes.
         self._queued: deque[Request | ContinueExpected | HttpError] = deque()
@@ -171,6 +175,7 @@ class ManagementProtocol(asyncio.Protocol):
         self._queued.clear()
         if self._idle is not None:
             self._idle.cancel()
+        self._stop_head_clock()
 
     def pause_writing(self) -> None:
         self._writing_paused = True
@@ -194,6 +199,26 @@ class ManagementProtocol(asyncio.Protocol):
             self._idle.cancel()
         self._idle = asyncio.get_running_loop().call_later(IDLE_TIMEOUT_SECONDS, self._close)
 
+    def _follow_head_clock(self) -> None:
+        """Run the head clock from the first byte of a head until the head is complete."""
+        if self.parser.head_in_progress and self._awaiting is None and not self._closing:
+            if self._head_deadline is None:
+                self._head_deadline = asyncio.get_running_loop().call_later(
+                    REQUEST_HEAD_TIMEOUT_SECONDS, self._head_timed_out
+                )
+        else:
+            self._stop_head_clock()
+
+    def _stop_head_clock(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_timed_out(self) -> None:
+        self._head_deadline = None
+        if not self._closing and self._awaiting is None:
+            self._refuse(HttpError(408, "request head not received in time"))
+
     def _close(self) -> None:
         self._closing = True
         if self.transport is not None:
@@ -208,6 +233,7 @@ class ManagementProtocol(asyncio.Protocol):
         except HttpError as error:
             self._queued.append(error)
         self._answer_queued()
+        self._follow_head_clock()
 
     def _answer_queued(self) -> None:
         while self._queued and self._awaiting is None and not self._closing:
@@ -227,9 +253,11 @@ class ManagementProtocol(asyncio.Protocol):
     def _await(self, request: Request, pending: Awaitable[Reply]) -> None:
         task = self.app.start_awaiting(pending)
         self._awaiting = task
-        # A slow decision is not an idle client: the timer starts again with the reply.
+        # A slow decision is not an idle client, nor a slow one: the timers start again with
+        # the reply.
         if self._idle is not None:
             self._idle.cancel()
+        self._stop_head_clock()
         self._follow_reading()
         task.add_done_callback(lambda done: self._reply_ready(request, done))
 
@@ -244,6 +272,7 @@ class ManagementProtocol(asyncio.Protocol):
         self._send(request, task.result())
         self._follow_reading()
         self._answer_queued()
+        self._follow_head_clock()
 
     def _send(self, request: Request, reply: Reply) -> None:
         self._write(_encode(reply, request.keep_alive, request.method == "HEAD"))

@@ -43,7 +43,10 @@ def test_a_request_fed_byte_by_byte() -> None:
 
 
 def test_chunked_bodies_are_joined() -> None:
-    raw = b"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+    raw = (
+        b"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+    )
     parser = RequestParser()
     assert requests_of(parser.feed(raw[:40])) == []
     (request,) = requests_of(parser.feed(raw[40:]))
@@ -93,6 +96,7 @@ def test_a_body_over_the_limit_is_refused_before_it_arrives() -> None:
 
 def test_an_endless_header_is_refused() -> None:
     parser = RequestParser()
+    assert parser.feed(b"GET / HTTP/1.1\r\n") == []
     with pytest.raises(HttpError) as refused:
         for _ in range(100):
             parser.feed(b"X-Long: " + b"a" * 1000 + b"\r\n")
@@ -109,3 +113,49 @@ def test_responses_carry_length_and_leave_out_bodies_where_http_says_so() -> Non
     head_only = encode_response(200, b"12345", head_only=True)
     assert b"content-length: 5" in head_only and head_only.endswith(b"\r\n\r\n")
     assert b"connection: close" in encode_response(400, b"", keep_alive=False)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"AMQP\x00\x00\x09\x01",  # an AMQP client's protocol header
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",  # a TLS client hello
+        b"\x00",
+        b"GET\t/",
+        b"GET /x\x00",
+        b"GET /x HTTP/2",
+        b"GET /x HTTX",
+        b"GET /x HTTP/1.1\n",
+        b"GET  /x",
+        b" GET",
+        b"A" * 21,
+    ],
+)
+def test_bytes_no_request_starts_with_are_refused_at_once(raw: bytes) -> None:
+    """No head end has arrived, yet nothing that follows could make these a request."""
+    with pytest.raises(HttpError) as refused:
+        RequestParser().feed(raw)
+    assert refused.value.status == 400
+
+
+def test_every_prefix_of_a_request_is_waited_for() -> None:
+    raw = b"DELETE /api/queues/%2F/q?x=\xe9 HTTP/1.0\r\nHost: h\r\n\r\n"
+    for end in range(len(raw)):
+        parser = RequestParser()
+        assert parser.feed(raw[:end]) == []
+        assert parser.head_in_progress == (end > 0)
+        (request,) = requests_of(parser.feed(raw[end:]))
+        assert request.method == "DELETE" and not parser.head_in_progress
+
+
+def test_a_pipelined_second_head_is_checked_from_its_own_start() -> None:
+    parser = RequestParser()
+    (first,) = requests_of(parser.feed(b"POST /a HTTP/1.1\r\nContent-Length: 2\r\n\r\nokGET /b"))
+    assert first.body == b"ok" and parser.head_in_progress
+    with pytest.raises(HttpError):
+        parser.feed(b" HTTP/3")
+    parser = RequestParser()
+    parser.feed(b"GET /a HTTP/1.1\r\n\r\n")
+    assert not parser.head_in_progress
+    with pytest.raises(HttpError):
+        parser.feed(b"AMQP\x00")
