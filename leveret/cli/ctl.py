@@ -8,13 +8,19 @@ import http.client
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 from urllib.parse import quote, urlsplit
 
 from .listings import LISTINGS
 
 DEFAULT_URL = "http://guest:guest@127.0.0.1:15672"
+# Seconds a command may take unless --timeout says otherwise; await_startup's is rabbitmqctl's.
+DEFAULT_TIMEOUT = 60.0
+COMMAND_TIMEOUTS = {"await_startup": 300.0}
+# How often await_startup asks a node that is not up yet (rabbitmqctl checks every 0.5 s too).
+STARTUP_POLL_SECONDS = 0.5
 
 # rabbitmqctl's exit codes (sysexits).
 EX_OK = 0
@@ -60,16 +66,32 @@ class Client:
         self.authorization = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
         self.timeout = timeout
 
-    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        headers: Mapping[str, str | bytes] | None = None,
+        timeout: float | None = None,
+    ) -> tuple[int, Any]:
         kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        connection = kind(self.host, self.port, timeout=self.timeout)
-        headers = {"Authorization": self.authorization, "Accept": "application/json"}
+        connection = kind(self.host, self.port, timeout=timeout or self.timeout)
+        sent: dict[str, str | bytes] = {
+            "Authorization": self.authorization,
+            "Accept": "application/json",
+            **(headers or {}),
+        }
         data = None
         if body is not None:
             data = json.dumps(body).encode("utf-8")
-            headers["Content-Type"] = "application/json"
+            sent["Content-Type"] = "application/json"
         try:
-            connection.request(method, self.prefix + path, body=data, headers=headers)
+            connection.request(method, self.prefix + path, body=data, headers=sent)
             response = connection.getresponse()
             raw = response.read()
         except OSError as exc:
@@ -86,10 +108,16 @@ class Client:
         return response.status, payload
 
     def call(
-        self, method: str, path: str, body: Any = None, *, missing: CtlError | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        missing: CtlError | None = None,
+        headers: Mapping[str, str | bytes] | None = None,
     ) -> Any:
         """The answer's JSON; errors become CtlError with rabbitmqctl's exit codes."""
-        status, payload = self.request(method, path, body)
+        status, payload = self.request(method, path, body, headers=headers)
         if status < 300:
             return payload
         reason = payload.get("reason", "") if isinstance(payload, dict) else payload
@@ -144,7 +172,11 @@ def _pretty_table(columns: Sequence[str], rows: list[list[str]]) -> str:
         return left + middle.join("─" * (width + 2) for width in widths) + right
 
     def row_text(cells: Sequence[str]) -> str:
-        return "│" + "│".join(f" {cell.ljust(width)} " for cell, width in zip(cells, widths)) + "│"
+        return (
+            "│"
+            + "│".join(f" {cell.ljust(width)} " for cell, width in zip(cells, widths, strict=True))
+            + "│"
+        )
 
     out = [line("┌", "┬", "┐"), row_text(columns), line("├", "┼", "┤")]
     out += [row_text(row) for row in rows]
@@ -270,7 +302,8 @@ def set_parameter(client: Client, args: argparse.Namespace) -> int:
 def clear_parameter(client: Client, args: argparse.Namespace) -> int:
     print_done(
         args,
-        f'Clearing runtime parameter "{args.name}" for component "{args.component}" on vhost "{args.vhost}" ...',
+        f'Clearing runtime parameter "{args.name}" for component "{args.component}" '
+        f'on vhost "{args.vhost}" ...',
     )
     path = f"/api/parameters/{_name(args.component)}/{_vhost_path(args.vhost)}/{_name(args.name)}"
     client.call("DELETE", path, missing=CtlError(EX_DATAERR, "Parameter does not exist"))
@@ -405,6 +438,37 @@ def list_permissions(client: Client, args: argparse.Namespace) -> int:
     return EX_OK
 
 
+def list_user_permissions(client: Client, args: argparse.Namespace) -> int:
+    items = client.call(
+        "GET", f"/api/users/{_name(args.username)}/permissions", missing=_no_user(args.username)
+    )
+    print_rows(
+        args,
+        ["vhost", "configure", "write", "read"],
+        items,
+        f'Listing permissions for user "{args.username}" ...',
+    )
+    return EX_OK
+
+
+# --- connections ------------------------------------------------------------------------------
+
+
+def close_connection(client: Client, args: argparse.Namespace) -> int:
+    print_done(args, f"Closing connection {args.connection}, reason: {args.explanation}...")
+    client.call(
+        "DELETE",
+        f"/api/connections/{_name(args.connection)}",
+        # Header values travel as bytes: UTF-8 keeps an explanation in any language intact.
+        headers={"X-Reason": args.explanation.encode("utf-8")},
+        missing=CtlError(
+            EX_UNAVAILABLE,
+            f'Connection "{args.connection}" does not exist (see list_connections)',
+        ),
+    )
+    return EX_OK
+
+
 # --- queues -----------------------------------------------------------------------------------
 
 
@@ -441,6 +505,62 @@ def delete_queue(client: Client, args: argparse.Namespace) -> int:
 
 
 # --- node -------------------------------------------------------------------------------------
+
+
+def print_message(args: argparse.Namespace, message: str) -> None:
+    """A command's one-line result, which the JSON formatter wraps as rabbitmqctl's does."""
+    if getattr(args, "formatter", "table") == "json":
+        print(json.dumps({"message": message}))
+    else:
+        print(message)
+
+
+def ping(client: Client, args: argparse.Namespace) -> int:
+    print_done(
+        args,
+        f"Will ping the node at {client.address}. This only checks that it runs and answers "
+        f"its HTTP API. Timeout: {int(args.timeout * 1000)} ms.",
+    )
+    try:
+        status, _ = client.request("GET", "/api/whoami")
+    except CtlError:
+        status = 0
+    if status != 200:
+        raise CtlError(
+            EX_UNAVAILABLE,
+            f"Failed to connect and authenticate to {client.address} "
+            f"in {int(args.timeout * 1000)} ms",
+        )
+    print_message(args, "Ping succeeded")
+    return EX_OK
+
+
+def await_startup(client: Client, args: argparse.Namespace) -> int:
+    """Wait until the node answers its health check, as rabbitmqctl waits for the node to boot."""
+    deadline = time.monotonic() + args.timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            status, payload = client.request(
+                "GET", "/api/health/checks/virtual-hosts", timeout=max(remaining, 0.1)
+            )
+        except CtlError as refused:  # not listening yet, or still starting
+            last = refused.message
+        else:
+            if status == 200:
+                return EX_OK
+            if status in (401, 403):
+                raise CtlError(EX_UNAVAILABLE, "not authorised: check the user in --url")
+            if status != 503:
+                raise CtlError(EX_UNAVAILABLE, f"unexpected answer (HTTP {status}): {payload}")
+            last = f"the health check failed: {payload}"
+        if time.monotonic() + STARTUP_POLL_SECONDS > deadline:
+            raise CtlError(
+                EX_UNAVAILABLE,
+                f"timeout: the node at {client.address} did not start within "
+                f"{args.timeout:g} seconds ({last})",
+            )
+        time.sleep(STARTUP_POLL_SECONDS)
 
 
 def status(client: Client, args: argparse.Namespace) -> int:
@@ -482,12 +602,12 @@ def status(client: Client, args: argparse.Namespace) -> int:
         },
         "listeners": [
             {
-                "node": l["node"],
-                "interface": l["ip_address"],
-                "port": l["port"],
-                "protocol": l["protocol"],
+                "node": listener["node"],
+                "interface": listener["ip_address"],
+                "port": listener["port"],
+                "protocol": listener["protocol"],
             }
-            for l in overview.get("listeners", [])
+            for listener in overview.get("listeners", [])
         ],
         "totals": {
             "virtual_host_count": len(vhosts),
@@ -525,8 +645,8 @@ def status(client: Client, args: argparse.Namespace) -> int:
         "Listeners",
         "",
         *(
-            f"Interface: {l['interface']}, port: {l['port']}, protocol: {l['protocol']}"
-            for l in report["listeners"]
+            f"Interface: {one['interface']}, port: {one['port']}, protocol: {one['protocol']}"
+            for one in report["listeners"]
         ),
         "",
         "Totals",
@@ -593,7 +713,8 @@ def import_definitions(client: Client, args: argparse.Namespace) -> int:
     client.call("POST", "/api/definitions", document)
     print_done(
         args,
-        "Successfully started definition import. This process is asynchronous and can take some time.",
+        "Successfully started definition import. "
+        "This process is asynchronous and can take some time.",
     )
     return EX_OK
 
@@ -621,6 +742,10 @@ COMMANDS: dict[str, Callable[[Client, argparse.Namespace], int]] = {
     "set_permissions": set_permissions,
     "clear_permissions": clear_permissions,
     "list_permissions": list_permissions,
+    "list_user_permissions": list_user_permissions,
+    "close_connection": close_connection,
+    "ping": ping,
+    "await_startup": await_startup,
     "purge_queue": purge_queue,
     "delete_queue": delete_queue,
     "status": status,
@@ -651,7 +776,13 @@ def _common_options(suppress: bool) -> argparse.ArgumentParser:
     common.add_argument(
         "--no-table-headers", action="store_true", default=default if suppress else False
     )
-    common.add_argument("-t", "--timeout", type=float, default=default if suppress else 60.0)
+    common.add_argument(
+        "-t",
+        "--timeout",
+        type=float,
+        default=default,
+        help=f"seconds (default {DEFAULT_TIMEOUT:g}; await_startup: 300)",
+    )
     return common
 
 
@@ -734,6 +865,13 @@ def _fill_ctl_parser(ctl: argparse.ArgumentParser) -> None:
     parser = command("clear_permissions", "clear a user's permissions in a vhost")
     parser.add_argument("username")
     command("list_permissions", "list permissions in a vhost")
+    parser = command("list_user_permissions", "list a user's permissions in every vhost")
+    parser.add_argument("username")
+    parser = command("close_connection", "close a client connection, with a reason it is told")
+    parser.add_argument("connection", help="the connection's name, as list_connections shows")
+    parser.add_argument("explanation")
+    command("ping", "check that the node runs and answers")
+    command("await_startup", "wait until the node has started (--timeout seconds, 300)")
     parser = command("purge_queue", "remove a queue's ready messages")
     parser.add_argument("queue")
     parser = command("delete_queue", "delete a queue")
@@ -753,6 +891,8 @@ def _fill_ctl_parser(ctl: argparse.ArgumentParser) -> None:
 
 def run_ctl(args: argparse.Namespace) -> int:
     """Run a parsed `leveret ctl` command; returns rabbitmqctl's exit code."""
+    if getattr(args, "timeout", None) is None:
+        args.timeout = COMMAND_TIMEOUTS.get(args.ctl_command, DEFAULT_TIMEOUT)
     try:
         client = Client(args.url, timeout=args.timeout)
         return COMMANDS[args.ctl_command](client, args)

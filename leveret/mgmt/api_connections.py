@@ -1,4 +1,4 @@
-"""`/api/connections`, `/api/channels`, `/api/consumers`: client activity, and closing connections."""
+"""`/api/connections`, `/api/channels`, `/api/consumers`: client activity; closing connections."""
 
 from __future__ import annotations
 
@@ -80,8 +80,16 @@ def show_connection(ctx: Context) -> Reply:
 
 def close_connection(ctx: Context) -> Reply:
     session = _connection(ctx)
-    force_close(session, ctx.request.header("x-reason") or CLOSED_BY_MANAGEMENT)
+    force_close(session, _reason(ctx.request.header("x-reason")) or CLOSED_BY_MANAGEMENT)
     return Reply(NO_CONTENT)
+
+
+def _reason(header: str) -> str:
+    """X-Reason as the client meant it: header bytes arrive as latin-1, clients send UTF-8."""
+    try:
+        return header.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return header
 
 
 def connection_channels(ctx: Context) -> Reply:

@@ -1,17 +1,19 @@
-"""`leveret ctl` run as a subprocess against a node: rabbitmqctl's commands, output and exit codes."""
+"""`leveret ctl` run as a subprocess against a node: rabbitmqctl's commands, output, exit codes."""
 
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pika
+import pytest
 
 from leveret.cli.ctl import EX_DATAERR, EX_NOUSER, EX_UNAVAILABLE, EX_USAGE
 from tests.mgmt.conftest import ManagedNode, amqp_connection
-from tests.support.node import REPO
+from tests.support.node import REPO, InProcessNode, wait_for
 
 
 def ctl(
@@ -207,3 +209,114 @@ def test_errors_have_rabbitmqctls_exit_codes(managed: ManagedNode) -> None:
     assert ctl(managed, "add_user", "only-a-name").returncode == EX_USAGE
     assert ctl(managed, "list_queues", "-p", "nowhere").returncode == EX_DATAERR
     assert ctl(managed, "list_queues", url="ftp://x").returncode == EX_USAGE
+
+
+def test_ping(managed: ManagedNode) -> None:
+    answered = ctl(managed, "ping")
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stdout.splitlines()[-1] == "Ping succeeded"
+    assert "Timeout: 60000 ms." in answered.stdout.splitlines()[0]
+    assert ctl(managed, "-q", "ping").stdout == "Ping succeeded\n"
+    as_json = ctl(managed, "ping", "--formatter", "json")
+    assert json.loads(as_json.stdout) == {"message": "Ping succeeded"}
+    down = ctl(None, "ping", "-t", "5", url=f"http://guest:guest@127.0.0.1:{free_port()}")
+    assert down.returncode == EX_UNAVAILABLE
+    assert "Failed to connect and authenticate to 127.0.0.1:" in down.stderr
+    assert "in 5000 ms" in down.stderr
+    wrong = ctl(None, "ping", url=f"http://guest:nope@127.0.0.1:{managed.mgmt_port}")
+    assert wrong.returncode == EX_UNAVAILABLE and "Ping succeeded" not in wrong.stdout
+
+
+def free_port() -> int:
+    """A port nothing listens on (the kernel just handed it out and took it back)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_await_startup_returns_once_a_running_node_answers(managed: ManagedNode) -> None:
+    done = ctl(managed, "await_startup")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+
+
+def test_await_startup_retries_until_the_node_starts() -> None:
+    port = free_port()
+    url = f"http://guest:guest@127.0.0.1:{port}"
+    with socket.create_server(("127.0.0.1", port)) as early:
+        early.settimeout(20)
+        waiting = subprocess.Popen(
+            [sys.executable, "-m", "leveret.cli.ctl", "--url", url, "await_startup", "-t", "60"],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            # Something not yet a node: it takes the first attempt and hangs up.
+            attempt, _ = early.accept()
+            attempt.close()
+        except BaseException:
+            waiting.kill()
+            waiting.communicate(timeout=10)
+            raise
+    # Now nothing listens, so attempts are refused, until the node comes up on that port.
+    node = InProcessNode(mgmt_port=port)
+    try:
+        out, err = waiting.communicate(timeout=60)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+            waiting.communicate(timeout=10)
+        node.stop()
+    assert waiting.returncode == 0, err
+    assert out == ""
+
+
+def test_await_startup_gives_up_after_its_timeout() -> None:
+    url = f"http://guest:guest@127.0.0.1:{free_port()}"
+    given_up = ctl(None, "await_startup", "--timeout", "1", url=url)
+    assert given_up.returncode == EX_UNAVAILABLE
+    assert "did not start within 1 seconds" in given_up.stderr
+
+
+def test_close_connection_tells_the_client_why(managed: ManagedNode) -> None:
+    with amqp_connection(managed) as connection:
+        (listed,) = json.loads(
+            ctl(managed, "list_connections", "pid", "--formatter", "json").stdout
+        )
+        reason = "maintenance — back at 10:00"
+        closed = ctl(managed, "close_connection", listed["pid"], reason)
+        assert closed.returncode == 0, closed.stderr
+        assert closed.stdout == f"Closing connection {listed['pid']}, reason: {reason}...\n"
+        with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as told:
+            wait_for(lambda: connection.process_data_events(time_limit=0.05), timeout=10)
+        assert told.value.reply_code == 320
+        assert told.value.reply_text == f"CONNECTION_FORCED - {reason}"
+    unknown = ctl(managed, "close_connection", listed["pid"], "again")
+    assert unknown.returncode == EX_UNAVAILABLE and "does not exist" in unknown.stderr
+
+
+def test_list_user_permissions(managed: ManagedNode) -> None:
+    assert ctl(managed, "add_vhost", "shop").returncode == 0
+    assert ctl(managed, "add_user", "bob", "secret").returncode == 0
+    assert ctl(managed, "set_permissions", "-p", "shop", "bob", "^bob-.*", ".*", "").returncode == 0
+    assert ctl(managed, "set_permissions", "bob", "", "", ".*").returncode == 0
+    listed = ctl(managed, "list_user_permissions", "bob")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines() == [
+        'Listing permissions for user "bob" ...',
+        "vhost\tconfigure\twrite\tread",
+        "/\t\t\t.*",
+        "shop\t^bob-.*\t.*\t",
+    ]
+    as_json = json.loads(ctl(managed, "list_user_permissions", "--formatter", "json", "bob").stdout)
+    assert as_json == [
+        {"vhost": "/", "configure": "", "write": "", "read": ".*"},
+        {"vhost": "shop", "configure": "^bob-.*", "write": ".*", "read": ""},
+    ]
+    pretty = ctl(managed, "-q", "list_user_permissions", "bob", "--formatter", "pretty_table")
+    assert "│ vhost │ configure │ write │ read │" in pretty.stdout
+    missing = ctl(managed, "list_user_permissions", "nobody")
+    assert missing.returncode == EX_NOUSER and 'User "nobody" does not exist' in missing.stderr
+    assert ctl(managed, "list_user_permissions").returncode == EX_USAGE
