@@ -1,4 +1,4 @@
-"""Declaration rules and their errors: RabbitMQ's reply codes and texts, and the node keeps working."""
+"""Declaration rules and their errors: RabbitMQ's reply codes and texts; the node keeps working."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from leveret.amqp import methods as m
 from leveret.amqp.frames import method_frame
-from tests.support.node import InProcessNode
+from tests.support.node import InProcessNode, wait_for
 from tests.support.raw_client import RawClient
 
 
@@ -124,7 +124,7 @@ def test_consumer_cancelled_when_queue_deleted(node: InProcessNode, connection) 
     ch.add_on_cancel_callback(lambda frame: cancelled.append(frame.method.consumer_tag))
     ch.basic_consume("doomed", lambda *a: None, consumer_tag="ctag-1")
     connection.channel().queue_delete("doomed")
-    connection.process_data_events(time_limit=0.3)
+    wait_for(lambda: (connection.process_data_events(time_limit=0.05), cancelled)[1])
     assert cancelled == ["ctag-1"]
 
 

@@ -45,7 +45,7 @@ def test_fifo_order_with_consumer(channel) -> None:
     for i in range(100):
         channel.basic_publish("", "fifo", str(i).encode())
     received: list[int] = []
-    for method, _props, body in channel.consume("fifo", auto_ack=True, inactivity_timeout=5):
+    for _method, _props, body in channel.consume("fifo", auto_ack=True, inactivity_timeout=5):
         received.append(int(body))
         if len(received) == 100:
             break
@@ -92,7 +92,7 @@ def test_nack_without_requeue_drops(channel) -> None:
 
 def test_multiple_ack(channel) -> None:
     channel.queue_declare("multi")
-    for i in range(10):
+    for _ in range(10):
         channel.basic_publish("", "multi", b"m")
     tags = [channel.basic_get("multi")[0].delivery_tag for _ in range(10)]
     channel.basic_ack(tags[6], multiple=True)
@@ -137,11 +137,14 @@ def test_prefetch_limits_unacked_deliveries(node: InProcessNode, channel) -> Non
     channel.basic_qos(prefetch_count=3)
     got: list[int] = []
     channel.basic_consume("prefetch", lambda ch, m, p, b: got.append(m.delivery_tag))
+    wait_for(lambda: (channel.connection.process_data_events(time_limit=0.05), len(got) >= 3)[1])
+    queue = node.call(lambda: node.broker.vhosts["/"].queues["prefetch"])
+    # A fourth delivery would break the limit: none may come within a while.
     channel.connection.process_data_events(time_limit=0.3)
     assert len(got) == 3
+    assert node.call(lambda: (queue.message_count, queue.unacked)) == (7, 3)
     channel.basic_ack(got[-1], multiple=True)
     wait_for(lambda: (channel.connection.process_data_events(time_limit=0.05), len(got) == 6)[1])
-    queue = node.call(lambda: node.broker.vhosts["/"].queues["prefetch"])
     assert node.call(lambda: (queue.message_count, queue.unacked)) == (4, 3)
 
 
@@ -259,7 +262,7 @@ def test_aio_pika_round_trip(node: InProcessNode) -> None:
 def test_publisher_confirms_pika(channel) -> None:
     channel.confirm_delivery()
     channel.queue_declare("confirmed")
-    for i in range(50):
+    for _ in range(50):
         channel.basic_publish("", "confirmed", b"x")  # raises if nacked
     assert channel.queue_declare("confirmed", passive=True).method.message_count == 50
 

@@ -12,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.mgmt.conftest import ManagedNode, amqp_connection
 from tests.mgmt.rabbitmq_capture import FIXTURE, metric_families
+from tests.support.node import wait_for
 
 GRAFANA = Path(__file__).parent / "fixtures" / "grafana-rabbitmq-overview-10991.json"
 
@@ -43,7 +44,7 @@ def busy(managed: ManagedNode) -> Any:
         consumer = connection.channel()
         consumer.basic_qos(prefetch_count=1)
         consumer.basic_consume("m1", lambda *args: None)
-        connection.process_data_events(0.2)
+        wait_for(lambda: managed.api.get("/api/queues/%2F/m1")["messages_unacknowledged"] == 1)
         yield managed
 
 

@@ -10,6 +10,7 @@ import pika.exceptions
 import pytest
 
 from tests.mgmt.conftest import ManagedNode, amqp_connection, sample_statistics, start_managed_node
+from tests.support.node import wait_for
 
 
 def publish(
@@ -32,7 +33,7 @@ def test_a_queue_shows_its_messages_bytes_and_consumers(managed: ManagedNode) ->
         consumer = connection.channel()
         consumer.basic_qos(prefetch_count=1)
         consumer.basic_consume("q", lambda *args: None, consumer_tag="tag-1")
-        connection.process_data_events(0.2)
+        wait_for(lambda: managed.api.get("/api/queues/%2F/q")["messages_unacknowledged"] == 1)
         queue = managed.api.get("/api/queues/%2F/q")
     assert queue["messages"] == 3
     assert (queue["messages_ready"], queue["messages_unacknowledged"]) == (2, 1)
