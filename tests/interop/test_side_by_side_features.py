@@ -46,7 +46,7 @@ def _wait_count(ch, queue: str, count: int) -> None:
     deadline = time.monotonic() + 5
     while ch.queue_declare(queue, passive=True).method.message_count != count:
         if time.monotonic() > deadline:
-            return
+            raise AssertionError(f"{queue} never held {count} messages")
         ch.connection.process_data_events(time_limit=0.02)
 
 

@@ -75,7 +75,6 @@ def test_deleting_a_connection_closes_it_with_320(managed: ManagedNode) -> None:
         assert closed.status == 204
         with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as refused:
             channel.queue_declare("x")
-            connection.process_data_events(1)
         assert refused.value.reply_code == 320
         assert refused.value.reply_text == "CONNECTION_FORCED - maintenance window"
     assert api.request("DELETE", "/api/connections/nope").status == 404
