@@ -10,7 +10,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from .ctl import EX_DATAERR, EX_OK, EX_UNAVAILABLE, Client, CtlError, print_done
+from .ctl_client import EX_DATAERR, EX_OK, EX_UNAVAILABLE, Client, CtlError
+from .output import print_done
 
 CommandFunction = Callable[[Client, argparse.Namespace], int]
 # Exit code for a metadata command the store refused (an "error" reply).

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import base64
-import http.client
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any, NoReturn
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
+from . import cluster_ctl
+from .ctl_client import (
+    EX_DATAERR,
+    EX_NOUSER,
+    EX_OK,
+    EX_SOFTWARE,
+    EX_UNAVAILABLE,
+    EX_USAGE,
+    Client,
+    CtlError,
+)
 from .listings import LISTINGS
+from .output import print_done, print_message, print_rows
 
 DEFAULT_URL = "http://guest:guest@127.0.0.1:15672"
 # Seconds a command may take unless --timeout says otherwise; await_startup's is rabbitmqctl's.
@@ -22,21 +32,6 @@ COMMAND_TIMEOUTS = {"await_startup": 300.0}
 # How often await_startup asks a node that is not up yet (rabbitmqctl checks every 0.5 s too).
 STARTUP_POLL_SECONDS = 0.5
 
-# rabbitmqctl's exit codes (sysexits).
-EX_OK = 0
-EX_USAGE = 64
-EX_DATAERR = 65
-EX_NOUSER = 67
-EX_UNAVAILABLE = 69
-EX_SOFTWARE = 70
-
-
-class CtlError(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
 
 class _Parser(argparse.ArgumentParser):
     """Usage errors exit with 64, as rabbitmqctl's do."""
@@ -44,92 +39,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EX_USAGE, f"Error: {message}\n")
-
-
-# --- the HTTP client --------------------------------------------------------------------------
-
-
-class Client:
-    def __init__(self, url: str, timeout: float = 60.0) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise CtlError(
-                EX_USAGE, f"invalid --url {url!r}: expected http://user:password@host:port"
-            )
-        self.url = url
-        self.https = parts.scheme == "https"
-        self.host = parts.hostname
-        self.port = parts.port or (443 if self.https else 15672)
-        self.prefix = parts.path.rstrip("/")
-        user = parts.username or "guest"
-        password = parts.password or "guest"
-        self.authorization = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-        self.timeout = timeout
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        headers: Mapping[str, str | bytes] | None = None,
-        timeout: float | None = None,
-    ) -> tuple[int, Any]:
-        kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        connection = kind(self.host, self.port, timeout=timeout or self.timeout)
-        sent: dict[str, str | bytes] = {
-            "Authorization": self.authorization,
-            "Accept": "application/json",
-            **(headers or {}),
-        }
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode("utf-8")
-            sent["Content-Type"] = "application/json"
-        try:
-            connection.request(method, self.prefix + path, body=data, headers=sent)
-            response = connection.getresponse()
-            raw = response.read()
-        except OSError as exc:
-            raise CtlError(
-                EX_UNAVAILABLE,
-                f"unable to perform an operation on node at {self.host}:{self.port}: {exc}",
-            ) from None
-        finally:
-            connection.close()
-        try:
-            payload = json.loads(raw) if raw else None
-        except ValueError:
-            payload = raw.decode("utf-8", "replace")
-        return response.status, payload
-
-    def call(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        missing: CtlError | None = None,
-        headers: Mapping[str, str | bytes] | None = None,
-    ) -> Any:
-        """The answer's JSON; errors become CtlError with rabbitmqctl's exit codes."""
-        status, payload = self.request(method, path, body, headers=headers)
-        if status < 300:
-            return payload
-        reason = payload.get("reason", "") if isinstance(payload, dict) else payload
-        if status == 404 and missing is not None:
-            raise missing
-        if status == 401:
-            raise CtlError(EX_UNAVAILABLE, f"not authorised: {reason or 'check the user in --url'}")
-        if status == 400 and isinstance(reason, str) and reason.startswith("Validation failed"):
-            raise CtlError(EX_DATAERR, reason.strip())
-        if isinstance(reason, (list, dict)):
-            reason = json.dumps(reason)
-        raise CtlError(EX_UNAVAILABLE, f"{reason or 'request failed'} (HTTP {status})")
 
 
 def _vhost_path(vhost: str) -> str:
@@ -146,66 +55,6 @@ def _no_vhost(vhost: str) -> CtlError:
 
 def _no_user(user: str) -> CtlError:
     return CtlError(EX_NOUSER, f'User "{user}" does not exist')
-
-
-# --- output -----------------------------------------------------------------------------------
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, separators=(",", ":"))
-    return str(value)
-
-
-def _pretty_table(columns: Sequence[str], rows: list[list[str]]) -> str:
-    widths = [
-        max([len(column)] + [len(row[i]) for row in rows]) for i, column in enumerate(columns)
-    ]
-
-    def line(left: str, middle: str, right: str) -> str:
-        return left + middle.join("─" * (width + 2) for width in widths) + right
-
-    def row_text(cells: Sequence[str]) -> str:
-        return (
-            "│"
-            + "│".join(f" {cell.ljust(width)} " for cell, width in zip(cells, widths, strict=True))
-            + "│"
-        )
-
-    out = [line("┌", "┬", "┐"), row_text(columns), line("├", "┼", "┤")]
-    out += [row_text(row) for row in rows]
-    out.append(line("└", "┴", "┘"))
-    return "\n".join(out)
-
-
-def print_rows(
-    args: argparse.Namespace, columns: Sequence[str], items: list[dict[str, Any]], banner: str
-) -> None:
-    formatter = getattr(args, "formatter", "table")
-    if formatter == "json":
-        print(json.dumps([{c: item.get(c) for c in columns} for item in items]))
-        return
-    if not getattr(args, "quiet", False) and banner:
-        print(banner)
-    rows = [[_cell(item.get(c)) for c in columns] for item in items]
-    if formatter == "pretty_table":
-        print(_pretty_table(columns, rows))
-        return
-    if not getattr(args, "no_table_headers", False):
-        print("\t".join(columns))
-    for row in rows:
-        print("\t".join(row))
-
-
-def print_done(args: argparse.Namespace, message: str) -> None:
-    if not getattr(args, "quiet", False) and getattr(args, "formatter", "table") != "json":
-        print(message)
 
 
 # --- list commands ----------------------------------------------------------------------------
@@ -505,14 +354,6 @@ def delete_queue(client: Client, args: argparse.Namespace) -> int:
 
 
 # --- node -------------------------------------------------------------------------------------
-
-
-def print_message(args: argparse.Namespace, message: str) -> None:
-    """A command's one-line result, which the JSON formatter wraps as rabbitmqctl's does."""
-    if getattr(args, "formatter", "table") == "json":
-        print(json.dumps({"message": message}))
-    else:
-        print(message)
 
 
 def ping(client: Client, args: argparse.Namespace) -> int:
@@ -884,9 +725,7 @@ def _fill_ctl_parser(ctl: argparse.ArgumentParser) -> None:
     parser.add_argument("path")
     parser = command("import_definitions", "read definitions as JSON from a file, or - for stdin")
     parser.add_argument("path")
-    from .cluster_ctl import register  # cluster commands; imported here as it imports this module
-
-    register(command, COMMANDS)
+    cluster_ctl.register(command, COMMANDS)
 
 
 def run_ctl(args: argparse.Namespace) -> int:

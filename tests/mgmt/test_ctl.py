@@ -11,7 +11,7 @@ from pathlib import Path
 import pika
 import pytest
 
-from leveret.cli.ctl import EX_DATAERR, EX_NOUSER, EX_UNAVAILABLE, EX_USAGE
+from leveret.cli.ctl_client import EX_DATAERR, EX_NOUSER, EX_UNAVAILABLE, EX_USAGE
 from tests.mgmt.conftest import ManagedNode, amqp_connection
 from tests.support.node import REPO, InProcessNode, wait_for
 

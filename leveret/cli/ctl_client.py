@@ -1,0 +1,108 @@
+"""How `leveret ctl` talks to a node's HTTP API, and the exit codes it ends with (rabbitmqctl's)."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+# rabbitmqctl's exit codes (sysexits).
+EX_OK = 0
+EX_USAGE = 64
+EX_DATAERR = 65
+EX_NOUSER = 67
+EX_UNAVAILABLE = 69
+EX_SOFTWARE = 70
+
+
+class CtlError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Client:
+    def __init__(self, url: str, timeout: float = 60.0) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise CtlError(
+                EX_USAGE, f"invalid --url {url!r}: expected http://user:password@host:port"
+            )
+        self.url = url
+        self.https = parts.scheme == "https"
+        self.host = parts.hostname
+        self.port = parts.port or (443 if self.https else 15672)
+        self.prefix = parts.path.rstrip("/")
+        user = parts.username or "guest"
+        password = parts.password or "guest"
+        self.authorization = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        self.timeout = timeout
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        headers: Mapping[str, str | bytes] | None = None,
+        timeout: float | None = None,
+    ) -> tuple[int, Any]:
+        kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+        connection = kind(self.host, self.port, timeout=timeout or self.timeout)
+        sent: dict[str, str | bytes] = {
+            "Authorization": self.authorization,
+            "Accept": "application/json",
+            **(headers or {}),
+        }
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode("utf-8")
+            sent["Content-Type"] = "application/json"
+        try:
+            connection.request(method, self.prefix + path, body=data, headers=sent)
+            response = connection.getresponse()
+            raw = response.read()
+        except OSError as exc:
+            raise CtlError(
+                EX_UNAVAILABLE,
+                f"unable to perform an operation on node at {self.host}:{self.port}: {exc}",
+            ) from None
+        finally:
+            connection.close()
+        try:
+            payload = json.loads(raw) if raw else None
+        except ValueError:
+            payload = raw.decode("utf-8", "replace")
+        return response.status, payload
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        missing: CtlError | None = None,
+        headers: Mapping[str, str | bytes] | None = None,
+    ) -> Any:
+        """The answer's JSON; errors become CtlError with rabbitmqctl's exit codes."""
+        status, payload = self.request(method, path, body, headers=headers)
+        if status < 300:
+            return payload
+        reason = payload.get("reason", "") if isinstance(payload, dict) else payload
+        if status == 404 and missing is not None:
+            raise missing
+        if status == 401:
+            raise CtlError(EX_UNAVAILABLE, f"not authorised: {reason or 'check the user in --url'}")
+        if status == 400 and isinstance(reason, str) and reason.startswith("Validation failed"):
+            raise CtlError(EX_DATAERR, reason.strip())
+        if isinstance(reason, (list, dict)):
+            reason = json.dumps(reason)
+        raise CtlError(EX_UNAVAILABLE, f"{reason or 'request failed'} (HTTP {status})")
