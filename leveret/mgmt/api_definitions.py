@@ -14,9 +14,10 @@ from ..definitions_registry import PolicyKind
 from ..exchanges.exchange import is_predeclared
 from . import shared_import
 from .access import require_admin, require_vhost
+from .account_bodies import HASHING_ALGORITHM
 from .api_policies import apply_parameter
 from .api_queues import ApiOwner
-from .api_users import HASHING_ALGORITHM, apply_permission, apply_topic_permission, apply_user
+from .api_users import apply_permission, apply_topic_permission, apply_user
 from .context import NO_CONTENT, Context, Reply, Route
 from .definitions_input import (
     items,

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Awaitable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..broker import Permission
 from . import shared_writes
 from .access import require_admin, require_vhost
-from .api_vhosts import parse_tags
+from .account_bodies import HASHING_ALGORITHM, checked_user
 from .broker_ops import clear_permissions, delete_user, put_user
 from .context import (
     NO_CONTENT,
@@ -29,8 +26,6 @@ from .listing import list_response
 
 if TYPE_CHECKING:
     from ..auth import User
-
-HASHING_ALGORITHM = "rabbit_password_hashing_sha256"
 
 
 def user_json(user: User, limits: dict[str, int] | None = None) -> dict[str, Any]:
@@ -81,39 +76,6 @@ def show_user(ctx: Context) -> Reply:
     require_admin(ctx.caller)
     user = _user(ctx)
     return ok(user_json(user, ctx.state.registry.user_limits.get(user.name)))
-
-
-@dataclass(frozen=True, slots=True)
-class UserChange:
-    """What a user's PUT body (or definitions entry) asks for, validated."""
-
-    tags: list[str]
-    password: str | None
-    password_hash: str | None
-
-
-def checked_user(body: dict[str, Any]) -> UserChange:
-    """The change a user's PUT body asks for, or the 400 RabbitMQ answers."""
-    if "tags" not in body:
-        raise bad_request("tags_not_present")
-    password = body.get("password")
-    password_hash = body.get("password_hash")
-    if password is not None and password_hash is not None:
-        raise bad_request("both_password_and_password_hash_are_provided")
-    if password_hash is not None:
-        if not isinstance(password_hash, str):
-            raise bad_request("password_hash should be a string")
-        if password_hash:
-            try:
-                base64.b64decode(password_hash, validate=True)
-            except (binascii.Error, ValueError):
-                raise ApiError(400, "bad_request", ["not_base64", password_hash]) from None
-    if password is not None and not isinstance(password, str):
-        raise bad_request("password should be a string")
-    algorithm = body.get("hashing_algorithm", HASHING_ALGORITHM)
-    if password_hash and algorithm != HASHING_ALGORITHM:
-        raise bad_request(f"unsupported hashing algorithm {algorithm}")
-    return UserChange(parse_tags(body["tags"]), password, password_hash)
 
 
 def apply_user(ctx: Context, name: str, body: dict[str, Any]) -> bool:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..broker import Permission
 from . import shared_writes
 from .access import require_admin, visible_vhosts
+from .account_bodies import checked_vhost, parse_tags
 from .broker_ops import delete_vhost
 from .context import NO_CONTENT, Context, Reply, Route, created_or_updated, not_found_unless, ok
-from .errors import bad_request
 from .figures import QueueFigures, total
 from .listing import list_response, select_columns
 from .queue_view import message_stats
@@ -20,37 +19,6 @@ from .state import vhost_key
 
 if TYPE_CHECKING:
     from ..queues.classic import ClassicQueue
-
-
-def parse_tags(value: Any) -> list[str]:
-    """Tags as RabbitMQ takes them: a comma-separated string or a list."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [tag.strip() for tag in value.split(",") if tag.strip()]
-    if isinstance(value, list) and all(isinstance(tag, str) for tag in value):
-        return [tag.strip() for tag in value if tag.strip()]
-    raise bad_request(f"invalid tags {value!r}")
-
-
-@dataclass(frozen=True, slots=True)
-class VhostChange:
-    """What a vhost's PUT body asks for, validated; None where the body leaves a field alone."""
-
-    description: str | None
-    tags: list[str] | None
-    tracing: bool | None
-    default_queue_type: str | None
-
-
-def checked_vhost(body: dict[str, Any]) -> VhostChange:
-    default_queue_type = body.get("default_queue_type")
-    return VhostChange(
-        str(body["description"]) if "description" in body else None,
-        parse_tags(body["tags"]) if "tags" in body else None,
-        body["tracing"] is True if "tracing" in body else None,
-        default_queue_type if isinstance(default_queue_type, str) else None,
-    )
 
 
 def vhost_json(

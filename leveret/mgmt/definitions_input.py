@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .api_vhosts import parse_tags
+from .account_bodies import parse_tags
 from .context import Context
 from .errors import ApiError, bad_request
 

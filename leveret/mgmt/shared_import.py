@@ -13,8 +13,9 @@ from ..declare_rules import EXCHANGE_BIND, EXCHANGE_DECLARE, QUEUE_BIND
 from ..definitions_registry import PolicyKind
 from ..exchanges.base import Binding
 from . import shared_writes
+from .account_bodies import checked_user
 from .api_policies import checked_parameter
-from .api_users import apply_topic_permission, checked_permission, checked_user
+from .api_users import apply_topic_permission, checked_permission
 from .context import NO_CONTENT, Context, Reply
 from .definitions_input import items, key_missing, vhost_description_and_tags, vhost_of
 from .errors import ApiError, bad_request

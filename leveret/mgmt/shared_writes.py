@@ -32,8 +32,7 @@ if TYPE_CHECKING:
     from ..definitions_registry import Parameter, Policy, PolicyKind
     from ..exchanges.exchange import Exchange
     from ..vhost import VirtualHost
-    from .api_users import UserChange
-    from .api_vhosts import VhostChange
+    from .account_bodies import UserChange, VhostChange
 
 log = logging.getLogger(__name__)
 
