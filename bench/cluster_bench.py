@@ -46,6 +46,7 @@ from cluster.metadata import encode_command
 from cluster.remote import Remote
 from cluster.secret import CallSigner
 from cluster.transport import PeerChannels
+from tests.support.rabbitmq_cluster import start_rabbitmq_cluster
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -503,9 +504,23 @@ def measure_declares_rabbitmq(count: int) -> DeclareRun:
     return DeclareRun(f"{product}, 1 node", "the node", declares, deletes)
 
 
+def measure_declares_rabbitmq_cluster(count: int) -> DeclareRun:
+    """A 3-node RabbitMQ cluster (joined with rabbitmqctl), the client on a node that joined."""
+    cluster = start_rabbitmq_cluster(3)
+    try:
+        joined = cluster.nodes[1]
+        declares, deletes = within(
+            DECLARES_SECONDS_LIMIT, lambda: declare_then_delete(joined.url, count)
+        )
+    finally:
+        cluster.stop()
+    product = " ".join(part for part in ("RabbitMQ", rabbitmq_version()) if part)
+    return DeclareRun(f"{product}, 3 nodes", "a joined node", declares, deletes)
+
+
 def measure_declares(count: int) -> list[DeclareRun]:
     runs = [measure_declares_standalone(count), *measure_declares_clustered(count)]
-    return [*runs, measure_declares_rabbitmq(count)]
+    return [*runs, measure_declares_rabbitmq(count), measure_declares_rabbitmq_cluster(count)]
 
 
 # -- report ------------------------------------------------------------------------------------
@@ -579,9 +594,10 @@ def render_declares(runs: list[DeclareRun], load_average: float | None = None) -
         " follower); the leader replies once a majority has fsynced the entry and it has applied"
         " it, and the node the client is on answers once it has applied the entry too. Queues"
         " live on the client's node (client-local). Between the declares and the deletes,"
-        " unmeasured, every node of the cluster is checked to list every queue. RabbitMQ is a"
-        " single node of Debian's rabbitmq-server with one scheduler (`+S 1:1`), for reference"
-        " only: RabbitMQ's own clustering is not measured here. No process is pinned to a core."
+        " unmeasured, every node of the cluster is checked to list every queue. RabbitMQ runs"
+        " as a single node of Debian's rabbitmq-server with one scheduler (`+S 1:1`), and as a"
+        " 3-node cluster (joined with rabbitmqctl join_cluster, default schedulers) with the"
+        " client on a node that joined. No process is pinned to a core."
     )
     lines = [
         "## AMQP queue declares and deletes",
