@@ -42,6 +42,8 @@ class BrokerMirror:
         self._shared = shared
         self._state = state
         self._node = shared.node_name
+        # How often the model had to be rebuilt because an effect could not be applied.
+        self.repairs = 0
 
     # -- everything at once ----------------------------------------------------------------
 
@@ -66,14 +68,24 @@ class BrokerMirror:
     # -- one change at a time --------------------------------------------------------------
 
     def apply(self, effects: list[Effect]) -> None:
-        """Make the model match the metadata for what `effects` name."""
+        """Make the model match the metadata for what `effects` name.
+
+        An effect that cannot be applied means this node's model no longer matches the
+        replicated metadata: the node says so and rebuilds the whole model from the store,
+        which covers the effects after it too.
+        """
         for effect in effects:
-            kind = effect["type"]
             try:
-                self._apply(kind, effect)
+                self._apply(effect["type"], effect)
             except Exception:
-                # The model must follow the log whatever one effect does; say what went wrong.
-                log.exception("could not apply %s to this node's model", effect)
+                self.repairs += 1
+                log.exception(
+                    "this node's model diverged from the replicated metadata (applying %s "
+                    "failed); rebuilding it from the store",
+                    effect,
+                )
+                self.rebuild()
+                return
 
     def _apply(self, kind: str, effect: Effect) -> None:
         broker = self._broker
