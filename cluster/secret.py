@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SECRET_FILE_NAME = ".cluster_secret"
+USER_SECRET_DIR = ".leveret"
+USER_SECRET_NAME = "cluster_secret"
 NODE_KEY = "x-leveret-node"
 ADDRESS_KEY = "x-leveret-address"
 AUTH_KEY = "x-leveret-auth"
@@ -33,31 +35,45 @@ class SecretError(Exception):
     """The cluster secret cannot be read or created."""
 
 
-def load_or_create_secret(data_dir: Path, secret_file: str | None = None) -> bytes:
-    """The secret from `secret_file`, or from DATA_DIR/.cluster_secret (created on first start)."""
+def user_secret_path() -> Path:
+    """The secret the nodes of one user share on one machine, as Erlang's ~/.erlang.cookie."""
+    return Path.home() / USER_SECRET_DIR / USER_SECRET_NAME
+
+
+def load_or_create_secret(
+    data_dir: Path, secret_file: str | None = None, user_file: Path | None = None
+) -> bytes:
+    """The cluster secret: from `secret_file` when given; else from DATA_DIR/.cluster_secret,
+    which data directories made before the user-wide secret have; else the user's secret file
+    (`user_secret_path()` by default), created on first use."""
     if secret_file:
-        path = Path(secret_file)
-        try:
-            secret = path.read_bytes().strip()
-        except OSError as error:
-            raise SecretError(f"cannot read the cluster secret file {path}: {error}") from None
-        if not secret:
-            raise SecretError(f"the cluster secret file {path} is empty")
-        return secret
-    path = data_dir / SECRET_FILE_NAME
+        return _read_secret(Path(secret_file))
+    kept = data_dir / SECRET_FILE_NAME
+    if kept.exists():
+        return _read_secret(kept)
+    path = user_file or user_secret_path()
     if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
         try:
-            # Created readable by the node's user only, in one step, so no other user sees it.
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # Created readable by the user only, in one step, so no other user sees it.
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
-            pass  # another process created it first: use theirs
+            pass  # another node created it first: use theirs
+        except OSError as error:
+            raise SecretError(f"cannot create the cluster secret file {path}: {error}") from None
         else:
             with os.fdopen(fd, "wb") as file:
                 file.write(secrets.token_urlsafe(32).encode() + b"\n")
                 file.flush()
                 os.fsync(file.fileno())
-    secret = path.read_bytes().strip()
+    return _read_secret(path)
+
+
+def _read_secret(path: Path) -> bytes:
+    try:
+        secret = path.read_bytes().strip()
+    except OSError as error:
+        raise SecretError(f"cannot read the cluster secret file {path}: {error}") from None
     if not secret:
         raise SecretError(f"the cluster secret file {path} is empty")
     return secret

@@ -136,6 +136,10 @@ class ClusterService:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         self._background.clear()
+        if not hasattr(self, "_loop"):  # the start failed before the Raft loop ran
+            if self._server is not None:
+                await self._server.stop(0)
+            return
         await self._hand_over_leadership()
         if self._gossip is not None:
             await self._gossip.stop()

@@ -170,12 +170,15 @@ async def start_server(
     cluster_pb2_grpc.add_ClusterServicer_to_server(servicer, server)
     host = f"[{bind}]" if ":" in bind else bind
     target = f"{host}:{port}"
-    if tls is None:
-        bound = server.add_insecure_port(target)
-    else:
-        bound = server.add_secure_port(target, tls.server_credentials())
+    try:
+        if tls is None:
+            bound = server.add_insecure_port(target)
+        else:
+            bound = server.add_secure_port(target, tls.server_credentials())
+    except RuntimeError:  # gRPC's way of saying it could not bind
+        bound = 0
     if bound == 0:
-        raise OSError(f"cannot listen for cluster traffic on {target}")
+        raise OSError(f"cannot listen for cluster traffic on {target}: the address is in use")
     await server.start()
     return server, bound
 

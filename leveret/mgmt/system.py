@@ -7,16 +7,12 @@ import resource
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..server.memory_monitor import resident_bytes
+from ..server.memory_monitor import resident_bytes, total_memory
 from ..store import parse_disk_free_limit
 from ..store.disk_monitor import free_bytes_of
 
 if TYPE_CHECKING:
     from ..config import Config
-
-# RabbitMQ's default vm_memory_high_watermark: 0.4 of the machine's memory.
-_DEFAULT_MEMORY_FRACTION = 0.4
-
 
 @dataclass(frozen=True, slots=True)
 class SystemFigures:
@@ -28,13 +24,6 @@ class SystemFigures:
     disk_free_limit: int
     processors: int
     os_pid: int
-
-
-def _total_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        return 0
 
 
 def _open_fds() -> int:
@@ -52,7 +41,7 @@ def _disk_limit(config: Config) -> int:
 
 
 def system_figures(config: Config) -> SystemFigures:
-    limit = config.memory_high_watermark or int(_total_memory() * _DEFAULT_MEMORY_FRACTION)
+    limit = config.memory_limit(total_memory())  # the threshold in force, as the node uses it
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     try:
         disk_free = free_bytes_of(str(config.data_path))

@@ -10,6 +10,14 @@ from ..broker import Broker
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
+def total_memory() -> int:
+    """The machine's memory in bytes (0 when the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 0
+
+
 def resident_bytes() -> int:
     with open("/proc/self/statm", "rb") as handle:
         return int(handle.read().split()[1]) * _PAGE

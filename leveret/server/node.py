@@ -7,9 +7,12 @@ import json
 import logging
 import os
 import signal
+from collections.abc import Awaitable
 from pathlib import Path
+from typing import Any, cast
 
 from cluster.plugin import ClusterPlugin
+from cluster.secret import SecretError
 
 from ..broker import Broker
 from ..config import Config
@@ -17,61 +20,116 @@ from ..definitions_log import DefinitionsLog
 from ..mgmt import start_management
 from ..persistence import MessageStores
 from ..store import DiskMonitor
-from .memory_monitor import MemoryMonitor
+from .data_dir_lock import DataDirInUse, DataDirLock
+from .memory_monitor import MemoryMonitor, total_memory
 from .protocol import AMQPProtocol
 
 log = logging.getLogger(__name__)
 
 
+EX_UNAVAILABLE = 69  # sysexits: a port or a peer is not available
+EX_CANTCREAT = 73  # sysexits: the data directory cannot be used
+EX_CONFIG = 78  # sysexits: the configuration (the cluster secret included) is unusable
+
+
+class StartupError(Exception):
+    """The node cannot start; `text` is one line for the operator, `exit_code` a sysexits code."""
+
+    def __init__(self, exit_code: int, text: str) -> None:
+        super().__init__(text)
+        self.exit_code = exit_code
+        self.text = text
+
+
 class Node:
     def __init__(self, config: Config) -> None:
         self.config = config
-        config.data_path.mkdir(parents=True, exist_ok=True)
-        self.definitions = DefinitionsLog(config.data_path)
-        self.stores = MessageStores(config.data_path)
+        path = config.data_path
+        self._lock = DataDirLock(path)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            self._lock.acquire()
+        except DataDirInUse as error:
+            raise StartupError(EX_CANTCREAT, str(error)) from None
+        except OSError as error:
+            raise StartupError(
+                EX_CANTCREAT, f"cannot use the data directory {path}: {error.strerror or error}"
+            ) from None
+        try:
+            self.definitions = DefinitionsLog(path)
+            self.stores = MessageStores(path)
+        except OSError as error:
+            self._lock.release()
+            raise StartupError(
+                EX_CANTCREAT, f"cannot open the data in {path}: {error.strerror or error}"
+            ) from None
         self.broker = Broker(config, definitions=self.definitions, stores=self.stores)
         self.ports: dict[str, int] = {}
         self._servers: list[asyncio.Server] = []
         self._monitor: MemoryMonitor | None = None
         self._disk_task: asyncio.Task[None] | None = None
         self.cluster: ClusterPlugin | None = None
+        self._cluster_started = False
 
     async def start(self) -> None:
+        """Recover, join or form the cluster, then listen; StartupError says what failed."""
         config = self.config
+        try:
+            self.cluster = ClusterPlugin(config, self.broker)
+        except SecretError as error:
+            raise StartupError(EX_CONFIG, str(error)) from None
         # The definitions come from this node's journal while it runs alone, from the cluster's
         # replicated store once it belongs to a cluster (which the cluster plugin knows).
-        self.cluster = ClusterPlugin(config, self.broker)
         if not self.cluster.shares_definitions:
             self.broker.recover()
-        await self.cluster.start()
+        self._cluster_started = True
+        try:
+            await self.cluster.start()
+        except OSError as error:
+            raise StartupError(EX_UNAVAILABLE, str(error)) from None
         self.ports["cluster"] = self.cluster.port
         self._disk_task = asyncio.get_running_loop().create_task(self._watch_disk())
         loop = asyncio.get_running_loop()
-        amqp = await loop.create_server(
-            lambda: AMQPProtocol(self.broker),
-            config.bind,
+        amqp = await self._listen(
+            "AMQP",
             config.amqp_port,
-            reuse_address=True,
-            backlog=1024,
+            loop.create_server(
+                lambda: AMQPProtocol(self.broker),
+                config.bind,
+                config.amqp_port,
+                reuse_address=True,
+                backlog=1024,
+            ),
         )
-        self._servers.append(amqp)
         self.ports["amqp"] = amqp.sockets[0].getsockname()[1]
-        mgmt = await start_management(
-            self.broker, config.bind, config.mgmt_port, listeners=self.ports
+        mgmt = await self._listen(
+            "the management API",
+            config.mgmt_port,
+            start_management(self.broker, config.bind, config.mgmt_port, listeners=self.ports),
         )
-        self._servers.append(mgmt)  # type: ignore[arg-type]
         self.ports["mgmt"] = mgmt.sockets[0].getsockname()[1]
-        if config.memory_high_watermark:
-            self._monitor = MemoryMonitor(self.broker, config.memory_high_watermark)
-            self._monitor.start()
+        self._monitor = MemoryMonitor(self.broker, config.memory_limit(total_memory()))
+        self._monitor.start()
         log.info(
             "node %s accepting AMQP connections on port %d", config.node_name, self.ports["amqp"]
         )
         if config.ports_file:
             _write_atomically(Path(config.ports_file), json.dumps(self.ports))
 
+    async def _listen(self, what: str, port: int, starting: Awaitable[Any]) -> asyncio.Server:
+        try:
+            server = cast(asyncio.Server, await starting)
+        except OSError as error:
+            reason = os.strerror(error.errno) if error.errno else str(error)
+            raise StartupError(
+                EX_UNAVAILABLE, f"cannot listen for {what} on {self.config.bind}:{port}: {reason}"
+            ) from None
+        self._servers.append(server)
+        return server
+
     async def stop(self) -> None:
-        if self.cluster is not None:  # hands Raft leadership over first
+        """Stop what started (all of it, or what a failed or interrupted start got to)."""
+        if self.cluster is not None and self._cluster_started:  # hands leadership over first
             await self.cluster.stop()
         if self._monitor is not None:
             self._monitor.stop()
@@ -95,6 +153,7 @@ class Node:
         ]
         await self.stores.close(queue_stores)
         self.definitions.close()
+        self._lock.release()
 
     async def _watch_disk(self) -> None:
         """RabbitMQ's disk alarm: below the free-space limit, publishers are blocked."""
@@ -105,14 +164,27 @@ class Node:
             await asyncio.sleep(status.next_poll_interval())
 
     async def run_until_signalled(self) -> None:
-        await self.start()
+        """Start, serve until SIGTERM or SIGINT, stop cleanly; a signal during the start (while
+        joining a cluster, say) stops the node as cleanly as one later."""
         loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
+        signalled = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        log.info("shutting down")
-        await self.stop()
+            loop.add_signal_handler(sig, signalled.set)
+        starting = loop.create_task(self.start(), name="node-start")
+        waiting = loop.create_task(signalled.wait(), name="node-signals")
+        try:
+            await asyncio.wait({starting, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            if starting.done():
+                starting.result()  # a StartupError ends the node here
+                await waiting
+            else:
+                log.info("stop requested while the node was starting")
+                starting.cancel()
+                await asyncio.gather(starting, return_exceptions=True)
+        finally:
+            waiting.cancel()
+            log.info("shutting down")
+            await self.stop()
 
 
 def _write_atomically(path: Path, text: str) -> None:

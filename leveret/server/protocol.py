@@ -1,4 +1,4 @@
-"""The thin asyncio layer of one AMQP connection: socket bytes to the session, writes batched per tick."""
+"""The thin asyncio layer of one AMQP connection: socket bytes in, writes batched per loop pass."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ class AMQPProtocol(asyncio.Protocol):
         transport.set_write_buffer_limits(HIGH_WATER, LOW_WATER)
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.session = Session(self.broker, self, (peer[0], peer[1]))
-        # RabbitMQ's handshake_timeout (10 s): a client that never finishes the handshake is dropped.
+        # RabbitMQ's handshake_timeout (10 s): a client that never completes the handshake goes.
         self._handshake_timer = self.loop.call_later(10.0, self._handshake_timed_out)
 
     def data_received(self, data: bytes) -> None:

@@ -22,19 +22,31 @@ from cluster.secret import (
 METHOD = "/leveret.cluster.Cluster/Submit"
 
 
-def test_the_secret_file_is_created_once_readable_by_its_owner_only(tmp_path: Path) -> None:
-    first = load_or_create_secret(tmp_path)
+def test_the_users_secret_file_is_created_once_readable_by_its_owner_only(
+    tmp_path: Path,
+) -> None:
+    user_file = tmp_path / "home" / ".leveret" / "cluster_secret"
+    first = load_or_create_secret(tmp_path / "a", user_file=user_file)
     assert len(first) >= 32
-    mode = stat.S_IMODE(os.stat(tmp_path / SECRET_FILE_NAME).st_mode)
-    assert mode == 0o600
-    assert load_or_create_secret(tmp_path) == first
+    assert stat.S_IMODE(os.stat(user_file).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(user_file.parent).st_mode) == 0o700
+    # A second node of the same user on the same machine shares it, whatever its data dir.
+    assert load_or_create_secret(tmp_path / "b", user_file=user_file) == first
+
+
+def test_a_data_dirs_own_secret_is_kept(tmp_path: Path) -> None:
+    (tmp_path / SECRET_FILE_NAME).write_text("from an older node\n")
+    user_file = tmp_path / "home" / "cluster_secret"
+    assert load_or_create_secret(tmp_path, user_file=user_file) == b"from an older node"
+    assert not user_file.exists()
 
 
 def test_a_given_secret_file_wins_and_must_not_be_empty(tmp_path: Path) -> None:
     given = tmp_path / "given"
     given.write_text("  shared secret \n")
-    assert load_or_create_secret(tmp_path, str(given)) == b"shared secret"
-    assert not (tmp_path / SECRET_FILE_NAME).exists()
+    user_file = tmp_path / "home" / "cluster_secret"
+    assert load_or_create_secret(tmp_path, str(given), user_file) == b"shared secret"
+    assert not user_file.exists()
     given.write_text("\n")
     with pytest.raises(SecretError, match="empty"):
         load_or_create_secret(tmp_path, str(given))

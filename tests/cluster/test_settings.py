@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cluster.secret import SECRET_FILE_NAME
+import pytest
+
 from cluster.settings import ClusterSettings
 from leveret.config import Config
 
 
-def test_settings_come_from_the_config_and_the_secret_is_created(tmp_path: Path) -> None:
+def test_settings_come_from_the_config_and_the_secret_is_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     config = Config(
         node_name="n1@example",
         data_dir=str(tmp_path),
@@ -20,7 +24,8 @@ def test_settings_come_from_the_config_and_the_secret_is_created(tmp_path: Path)
         cluster_tls_key="k.pem",
     )
     settings = ClusterSettings.from_config(config)
-    assert settings.secret == (tmp_path / SECRET_FILE_NAME).read_bytes().strip()
+    user_secret = tmp_path / "home" / ".leveret" / "cluster_secret"
+    assert settings.secret == user_secret.read_bytes().strip()
     assert settings.join == ("h:1", "h:2")
     assert settings.tls is not None and settings.tls.ca is None
     # Listening on every address, a node is reached at its name's host.
