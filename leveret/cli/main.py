@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 
 from ..config import ENV_PREFIX, SETTINGS, Config, ConfigError
 from .ctl import add_ctl_parser, run_ctl
+from .local_cluster import add_local_cluster_parser, run_local_cluster
 from .logs import configure_logging
 
 # sysexits, as rabbitmqctl and the server's start-up errors use them.
@@ -117,11 +118,14 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _server_parser(sub)
     add_ctl_parser(sub)
+    add_local_cluster_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "server":
         return _run_server(args)
     if args.command == "ctl":
         return run_ctl(args)
+    if args.command == "local-cluster":
+        return run_local_cluster(args)
     parser.error(f"unknown command {args.command}")
 
 
