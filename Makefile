@@ -5,14 +5,18 @@ PY := $(VENV)/bin/python
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,fast]'
+	$(PY) -m pip install -q -e '.[test,fast,dev]'
 	touch $@
 
-.PHONY: venv run test test-slow bench lint
+.PHONY: venv run cluster test test-slow bench lint
 venv: $(VENV)/.installed
 
 run: venv
 	$(VENV)/bin/leveret server
+
+# Three local nodes (AMQP 5672-5674, management 15672-15674), stopped together with Ctrl-C.
+cluster: venv
+	$(VENV)/bin/leveret local-cluster
 
 test: venv
 	$(PY) -m pytest -q -p no:cacheprovider
@@ -23,5 +27,9 @@ test-slow: venv
 bench: venv
 	$(PY) bench/side_by_side.py
 
+LINTED := leveret cluster federation tests bench
+
 lint: venv
-	$(VENV)/bin/ruff check leveret cluster federation tests bench
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
+	$(VENV)/bin/mypy leveret cluster

@@ -26,7 +26,8 @@ def _rss_mib(broker: BrokerUnderTest) -> float:
 
 
 def _settled_rss_mib(broker: BrokerUnderTest, seconds: float) -> float:
-    """Resident memory after `seconds` without traffic: collectors and pagers have had their turn."""
+    """Resident memory after `seconds` without traffic: collectors and pagers have had their
+    turn."""
     time.sleep(seconds)  # a measurement interval, not a synchronisation
     return _rss_mib(broker)
 

@@ -537,8 +537,10 @@ def part_mark(name: str) -> str:
 
 def machine_line() -> list[str]:
     return [
-        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with",
-        f"other engineers' work, Python {platform.python_version()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores shared "
+        "with",
+        f"other engineers' work, Python {platform.python_version()}; "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
     ]  # fmt: skip
 
 
@@ -567,12 +569,16 @@ def render_metadata(
     lines += [
         "",
         f"Leader failover after SIGKILL (3 nodes, {len(failovers)} rounds): both survivors report",
-        f"the same new leader (status polled over HTTP) after {statistics.median(elected):.2f} s median ({min(elected):.2f}-{max(elected):.2f} s);",
-        f"first successful write {statistics.median(written):.2f} s median ({min(written):.2f}-{max(written):.2f} s).",
+        f"the same new leader (status polled over HTTP) after {statistics.median(elected):.2f} s "
+        f"median ({min(elected):.2f}-{max(elected):.2f} s);",
+        f"first successful write {statistics.median(written):.2f} s median "
+        f"({min(written):.2f}-{max(written):.2f} s).",
         "",
         f"A new node joining a 3-node cluster that holds {catch_up.entries:,} metadata entries",
-        f"(written in {catch_up.write_seconds:.1f} s): a voter after {catch_up.join_seconds:.2f} s, caught up",
-        f"(applied the leader's commit index) after {catch_up.catch_up_seconds:.2f} s; it received a",
+        f"(written in {catch_up.write_seconds:.1f} s): a voter after {catch_up.join_seconds:.2f} "
+        "s, caught up",
+        f"(applied the leader's commit index) after {catch_up.catch_up_seconds:.2f} s; it received "
+        "a",
         f"{catch_up.snapshot_bytes / 1e6:.1f} MB snapshot and the entries after it.",
         "",
         *machine_line(),
@@ -661,7 +667,8 @@ def run_metadata(args: argparse.Namespace) -> str:
             throughput[(size, concurrency)] = measure_throughput(size, count, concurrency)
             load = throughput[(size, concurrency)]
             print(
-                f"{size} node(s), {concurrency} in flight: {load.rate:,.0f}/s p50 {load.percentile(0.5):.2f} ms p99 {load.percentile(0.99):.2f} ms",
+                f"{size} node(s), {concurrency} in flight: {load.rate:,.0f}/s p50 "
+                f"{load.percentile(0.5):.2f} ms p99 {load.percentile(0.99):.2f} ms",
                 flush=True,
             )
     failovers = measure_failover(args.failovers)
@@ -677,8 +684,10 @@ def run_declares(args: argparse.Namespace) -> str:
     for run in runs:
         print(
             f"{run.setup}, client on {run.client_on}: "
-            f"declares {run.declares.rate:,.0f}/s p50 {run.declares.percentile(0.5):.2f} ms p99 {run.declares.percentile(0.99):.2f} ms; "
-            f"deletes {run.deletes.rate:,.0f}/s p50 {run.deletes.percentile(0.5):.2f} ms p99 {run.deletes.percentile(0.99):.2f} ms",
+            f"declares {run.declares.rate:,.0f}/s p50 {run.declares.percentile(0.5):.2f} ms p99 "
+            f"{run.declares.percentile(0.99):.2f} ms; "
+            f"deletes {run.deletes.rate:,.0f}/s p50 {run.deletes.percentile(0.5):.2f} ms p99 "
+            f"{run.deletes.percentile(0.99):.2f} ms",
             flush=True,
         )  # fmt: skip
     return render_declares(runs, load_average)

@@ -228,7 +228,7 @@ def _plans(config: PerfTestConfig, settings: RoleSettings) -> list[WorkerPlan]:
     producers = [("producer", index) for index in range(config.producers)]
     consumers = [("consumer", index) for index in range(config.consumers)]
     # Interleave so that with fewer processes than roles both kinds are spread evenly.
-    roles = [role for pair in zip(consumers, producers) for role in pair]
+    roles = [role for pair in zip(consumers, producers, strict=False) for role in pair]
     shorter = min(len(producers), len(consumers))
     roles += consumers[shorter:] + producers[shorter:]
     count = config.processes or len(roles)

@@ -1,4 +1,5 @@
-"""Where a perftest run's messages go: its queues and exchange, declared before it, deleted after."""
+"""Where a perftest run's messages go: its queues and exchange, declared before it, deleted
+after."""
 
 from __future__ import annotations
 

@@ -76,7 +76,7 @@ async def _run_worker(
     )
     cpu_seconds = time.process_time() - cpu_before
     reports: list[dict[str, Any]] = []
-    for role, outcome in zip(roles, outcomes):
+    for role, outcome in zip(roles, outcomes, strict=True):
         if isinstance(outcome, RoleReport):
             reports.append(dataclasses.asdict(outcome))
         else:

@@ -48,7 +48,8 @@ class ClusterSettings:
 
     @classmethod
     def from_config(cls, config: Any) -> ClusterSettings:
-        """Settings for a node with `config` (leveret.config.Config); reads or creates the secret."""
+        """Settings for a node with `config` (leveret.config.Config); reads or creates the
+        secret."""
         data_dir = Path(config.data_dir)
         cert, key = (
             getattr(config, "cluster_tls_cert", None),

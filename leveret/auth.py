@@ -58,8 +58,7 @@ def parse_response(mechanism: str, response: bytes) -> tuple[str, str]:
         login, password = table.get("LOGIN"), table.get("PASSWORD")
         if not isinstance(login, (str, bytes)) or not isinstance(password, (str, bytes)):
             raise SaslError("AMQPLAIN response lacks LOGIN or PASSWORD")
-        as_text = lambda v: v if isinstance(v, str) else v.decode("utf-8", "replace")
-        return as_text(login), as_text(password)
+        return _as_text(login), _as_text(password)
     raise SaslError(f"unsupported mechanism {mechanism}")
 
 
@@ -68,3 +67,7 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.split("%")[0]).is_loopback
     except ValueError:
         return host == "localhost"
+
+
+def _as_text(value: str | bytes) -> str:
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")

@@ -1,4 +1,5 @@
-"""One AMQP channel's semantics: declares, publishing, consuming, acks, confirms and transactions."""
+"""One AMQP channel's semantics: declares, publishing, consuming, acks, confirms and
+transactions."""
 
 from __future__ import annotations
 
@@ -110,7 +111,8 @@ class Channel:
         self.reply(m.ChannelFlowOk(True))
 
     def _check(self, kind: str, resource_kind: str, name: str, method: m.Method) -> None:
-        """RabbitMQ's configure / write / read permissions, remembered per channel as RabbitMQ does."""
+        """RabbitMQ's configure / write / read permissions, remembered per channel as RabbitMQ
+        does."""
         if resource_kind == "exchange" and not name:
             name = "amq.default"  # the default exchange's name for permissions, as in RabbitMQ
         key = (kind, resource_kind, name)
@@ -636,7 +638,8 @@ class Channel:
             user_id = message.properties.user_id
             if user_id is not None and user_id != self.session.username:
                 raise precondition_failed(
-                    f"user_id property set to '{user_id}' but authenticated user was '{self.session.username}'",
+                    f"user_id property set to '{user_id}' but authenticated user was "
+                    f"'{self.session.username}'",
                     method.ids,
                 )
             expiration = message.properties.expiration

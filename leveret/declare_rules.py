@@ -131,7 +131,8 @@ def _inequivalent(
 def check_field_equivalence(
     key: str, resource: str, current: Any, received: Any, method: tuple[int, int]
 ) -> None:
-    """406 when a declared property (type, durable, auto_delete, ...) differs from the existing one."""
+    """406 when a declared property (type, durable, auto_delete, ...) differs from the existing
+    one."""
     if comparable_value(current, exact=True) != comparable_value(received, exact=True):
         raise _inequivalent(key, resource, _field_value(received), _field_value(current), method)
 

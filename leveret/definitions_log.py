@@ -1,4 +1,4 @@
-"""Durable definitions (vhosts, users, permissions, durable exchanges, queues, bindings) as a journal.
+"""Durable definitions (vhosts, users, permissions, exchanges, queues, bindings) as a journal.
 
 Each change is one JSON line, written and fsynced before the client hears it succeeded, as
 RabbitMQ commits a durable declaration before declare-ok. At boot the journal is replayed into
@@ -115,7 +115,8 @@ class DefinitionsLog:
         return list(live.values())
 
     def compact(self, records: list[Record]) -> None:
-        """Rewrite the journal as just the live definitions (atomically), then open it for appends."""
+        """Rewrite the journal as just the live definitions (atomically), then open it for
+        appends."""
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w", encoding="utf-8") as handle:
             handle.writelines(

@@ -108,7 +108,8 @@ class DefinitionsRegistry:
     # --- change notification ----------------------------------------------------------------
 
     def subscribe(self, listener: ChangeListener) -> None:
-        """Call `listener(what, vhost)` after every change; what is policy, operator_policy, parameter."""
+        """Call `listener(what, vhost)` after every change; what is policy, operator_policy,
+        parameter."""
         self._listeners.append(listener)
 
     def _changed(self, what: str, vhost: str) -> None:

@@ -1,4 +1,5 @@
-"""A published message as the node keeps it: raw header bytes, body, and lazily decoded properties."""
+"""A published message as the node keeps it: raw header bytes, body, and lazily decoded
+properties."""
 
 from __future__ import annotations
 

@@ -79,7 +79,8 @@ def exchange_declare(channel: Channel, shared: SharedMetadata, method: m.Exchang
         return
 
     async def decide() -> None:
-        text = f"failed to declare {rules.describe('exchange', name, vhost.name)} because the operation timed out"
+        described = rules.describe("exchange", name, vhost.name)
+        text = f"failed to declare {described} because the operation timed out"
         reply = await _decide(
             shared, commands.declare_exchange(vhost.name, name, requested), text, method.ids
         )

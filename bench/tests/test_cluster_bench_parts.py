@@ -1,4 +1,5 @@
-"""The cluster bench's pure parts: timing each operation, its time limit, and its RESULTS.md parts."""
+"""The cluster bench's pure parts: timing each operation, its time limit, and its RESULTS.md
+parts."""
 
 from __future__ import annotations
 

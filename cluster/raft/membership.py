@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 
-class ConfOp(str, Enum):
+class ConfOp(StrEnum):
     """The kind of single-server membership change a CONF entry records."""
 
     # The identical first entry of every node of a brand-new cluster.

@@ -1,4 +1,5 @@
-"""The messages Raft nodes exchange; plain frozen records so a transport can map them to protobuf."""
+"""The messages Raft nodes exchange; plain frozen records so a transport can map them to
+protobuf."""
 
 from __future__ import annotations
 

@@ -413,7 +413,8 @@ class ServerConnection:
                     events,
                     AMQPError(
                         ReplyCode.UNEXPECTED_FRAME,
-                        "expected content header for class 60, got non content header frame instead",
+                        "expected content header for class 60, got non content header frame "
+                        "instead",
                         method.ids,
                     ),
                     False,
@@ -425,7 +426,8 @@ class ServerConnection:
                     events,
                     AMQPError(
                         ReplyCode.UNEXPECTED_FRAME,
-                        f"expected content header for class 60, got one for class {class_id} instead",
+                        f"expected content header for class 60, got one for class {class_id} "
+                        "instead",
                         method.ids,
                     ),
                     False,
@@ -436,14 +438,16 @@ class ServerConnection:
                     events,
                     AMQPError(
                         ReplyCode.FRAME_ERROR,
-                        f"content body size {body_size} exceeds maximum allowed size {MAX_CONTENT_SIZE}",
+                        f"content body size {body_size} exceeds maximum allowed size "
+                        f"{MAX_CONTENT_SIZE}",
                         method.ids,
                     ),
                     False,
                 )
                 return
             if body_size > self.max_content_size:
-                # Refuse before buffering the body: the channel closes and its body frames are dropped.
+                # Refuse before buffering the body: the channel closes and its body frames are
+                # dropped.
                 del self._assemblies[channel]
                 self.channels[channel] = ChannelState.CLOSING
                 events.append(
@@ -451,7 +455,8 @@ class ServerConnection:
                         channel,
                         AMQPError(
                             ReplyCode.PRECONDITION_FAILED,
-                            f"message size {body_size} is larger than configured max size {self.max_content_size}",
+                            f"message size {body_size} is larger than configured max size "
+                            f"{self.max_content_size}",
                             method.ids,
                         ),
                     )
@@ -522,7 +527,8 @@ class ServerConnection:
                 events,
                 AMQPError(
                     ReplyCode.CHANNEL_ERROR,
-                    f"unexpected method in connection state {_STATE_NAMES.get(state, state.name.lower())}",
+                    "unexpected method in connection state "
+                    f"{_STATE_NAMES.get(state, state.name.lower())}",
                     method.ids,
                 ),
                 False,
@@ -583,7 +589,8 @@ def _check_tune_ok(tune_ok: m.ConnectionTuneOk) -> AMQPError | None:
         if value == 0 or value > maximum:
             return AMQPError(
                 ReplyCode.NOT_ALLOWED,
-                f"negotiated {field} = {value} is higher than the maximum allowed value ({maximum})",
+                f"negotiated {field} = {value} is higher than the maximum allowed value "
+                f"({maximum})",
                 (10, 31),
             )
     return None

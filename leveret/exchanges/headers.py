@@ -1,4 +1,4 @@
-"""The headers exchange type: bindings match message headers (x-match all, any, all-with-x, any-with-x).
+"""The headers exchange type: bindings match headers (x-match all, any, all-with-x, any-with-x).
 
 A binding's arguments are its pattern. "x-match" is never part of it; other "x-" keys are left
 out unless the mode ends in "-with-x". A void pattern value asks only that the header be

@@ -1,4 +1,5 @@
-"""`/api/bindings`: list bindings, and create or delete one between an exchange and a destination."""
+"""`/api/bindings`: list bindings, and create or delete one between an exchange and a
+destination."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """`/api/nodes` with every cluster member, and `/api/cluster/...` for `leveret ctl`'s cluster
-commands. The cluster layer plugs in through `cluster_link.attach_cluster` (this package never imports it).
+commands. The cluster layer plugs in through `cluster_link.attach_cluster` (this package never
+imports it).
 
 Changes that need a Raft majority answer 202 with a ticket; `GET /api/cluster/tickets/{id}`
 gives `{"state": "pending"}`, `{"state": "done", "result": ...}` or `{"state": "failed",

@@ -1,4 +1,5 @@
-"""`/api/definitions`: export and import a node's (or one vhost's) definitions in RabbitMQ's JSON."""
+"""`/api/definitions`: export and import a node's (or one vhost's) definitions in RabbitMQ's
+JSON."""
 
 from __future__ import annotations
 

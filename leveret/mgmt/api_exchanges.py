@@ -138,7 +138,8 @@ def publish(ctx: Context) -> Reply:
     properties = properties_from_json(body["properties"])
     if properties.user_id is not None and properties.user_id != ctx.caller.name:
         raise bad_request(
-            f"user_id property set to '{properties.user_id}' but authenticated user was '{ctx.caller.name}'"
+            f"user_id property set to '{properties.user_id}' but authenticated user was "
+            f"'{ctx.caller.name}'"
         )
     message = message_from_json(
         name, routing_key, properties, body["payload"], str(body["payload_encoding"])

@@ -1,4 +1,5 @@
-"""`/api/health/checks/*` and `/api/aliveness-test/{vhost}`: answers for load balancers and probes."""
+"""`/api/health/checks/*` and `/api/aliveness-test/{vhost}`: answers for load balancers and
+probes."""
 
 from __future__ import annotations
 

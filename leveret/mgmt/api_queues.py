@@ -69,7 +69,8 @@ def check_permission(
         return
     if not ctx.broker.permitted(caller.name, vhost, kind, resource):
         raise not_authorised(
-            f"access to {resource_kind} '{resource}' in vhost '{vhost}' refused for user '{caller.name}'"
+            f"access to {resource_kind} '{resource}' in vhost '{vhost}' refused for user "
+            f"'{caller.name}'"
         )
 
 

@@ -1,4 +1,5 @@
-"""What an API handler receives (the request in context) and returns, and how routes are declared."""
+"""What an API handler receives (the request in context) and returns, and how routes are
+declared."""
 
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ REALM = 'Basic realm="RabbitMQ Management"'
 
 
 class ApiError(Exception):
-    """Answered as `{"error": error, "reason": reason}` with `status` (no body when error is None)."""
+    """Answered as `{"error": error, "reason": reason}` with `status` (no body when error is
+    None)."""
 
     def __init__(
         self,

@@ -77,7 +77,8 @@ def binding_json(
 
 
 def vhost_bindings(vhost: VirtualHost) -> Iterator[dict[str, Any]]:
-    """Every binding of a vhost, the default exchange's implicit ones first, as RabbitMQ lists them."""
+    """Every binding of a vhost, the default exchange's implicit ones first, as RabbitMQ lists
+    them."""
     for name in sorted(vhost.queues):
         yield binding_json(vhost.name, "", name, "queue", name, {})
     explicit = []

@@ -61,7 +61,7 @@ class QueueFigures:
         }
 
     def plus(self, other: QueueFigures) -> QueueFigures:
-        return QueueFigures(*(a + b for a, b in zip(_astuple(self), _astuple(other))))
+        return QueueFigures(*(a + b for a, b in zip(_astuple(self), _astuple(other), strict=True)))
 
 
 def _astuple(figures: QueueFigures) -> tuple[int, ...]:

@@ -54,7 +54,7 @@ class Router:
                 continue
             params: dict[str, str] = {}
             score: list[int] = []
-            for expected, actual in zip(pattern, segments):
+            for expected, actual in zip(pattern, segments, strict=True):
                 if expected.startswith("{") and expected.endswith("}"):
                     params[expected[1:-1]] = actual
                     score.append(0)

@@ -1,4 +1,5 @@
-"""What the management layer keeps per broker: definitions it stores, samples, churn, auth counts."""
+"""What the management layer keeps per broker: definitions it stores, samples, churn, auth
+counts."""
 
 from __future__ import annotations
 

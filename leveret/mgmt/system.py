@@ -14,6 +14,7 @@ from ..store.disk_monitor import free_bytes_of
 if TYPE_CHECKING:
     from ..config import Config
 
+
 @dataclass(frozen=True, slots=True)
 class SystemFigures:
     mem_used: int

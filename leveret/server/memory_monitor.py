@@ -29,6 +29,7 @@ class MemoryMonitor:
         self.limit = limit
         self.interval = interval
         self._task: asyncio.Task[None] | None = None
+        self._above = False
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -38,7 +39,12 @@ class MemoryMonitor:
             self._task.cancel()
 
     def check(self) -> None:
-        self.broker.set_alarm("memory", resident_bytes() > self.limit)
+        # Only a change of what is measured raises or clears the alarm, so that an alarm set
+        # another way (by an operator, or a test) is not overridden on the next tick.
+        above = resident_bytes() > self.limit
+        if above != self._above:
+            self._above = above
+            self.broker.set_alarm("memory", above)
 
     async def _run(self) -> None:
         while True:

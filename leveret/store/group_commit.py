@@ -228,7 +228,7 @@ class GroupCommitter:
                     return_exceptions=True,
                 )
                 self._fsyncs += len(started)
-                for (target, ticket), result in zip(started, results):
+                for (target, ticket), result in zip(started, results, strict=True):
                     sync_error = result if isinstance(result, BaseException) else None
                     target.end_sync(ticket, sync_error)
                     if sync_error is not None and error is None:

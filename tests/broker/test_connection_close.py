@@ -1,4 +1,4 @@
-"""A client's connection.close: the node answers close-ok and leaves the socket for the client to close.
+"""A client's connection.close: the node answers close-ok and leaves the socket to the client.
 
 Clients race on which side closes first; RabbitMQ lets the client do it and drops the socket
 itself only after the heartbeat timeout (30 s at most). The connection's exclusive queues go at

@@ -177,7 +177,8 @@ def _headers_routing(
     binding: dict[str, Any],
     messages: list[dict[str, Any] | None],
 ) -> list[int]:
-    """Bind one queue with `binding` to a new headers exchange; return the indexes of the messages it got."""
+    """Bind one queue with `binding` to a new headers exchange; return the indexes of the messages
+    it got."""
     ex, q = name("headers"), name("q")
     ch.exchange_declare(ex, "headers")
     queues(ch, q)

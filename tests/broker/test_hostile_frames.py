@@ -66,7 +66,8 @@ def test_body_without_header(node: InProcessNode, raw: RawClient) -> None:
     close = raw.expect_connection_close()
     assert close.reply_code == 505
     assert close.reply_text == (
-        "UNEXPECTED_FRAME - expected content header for class 60, got non content header frame instead"
+        "UNEXPECTED_FRAME - expected content header for class 60, got non content header frame "
+        "instead"
     )
     assert (close.class_id, close.method_id) == (60, 40)
     _others_still_work(node)

@@ -1,8 +1,9 @@
 """How messages reach consumers: prefetch, dispatch, cancel, recover, redelivery, nowait methods.
 
 Prefetch per consumer and per channel, no-ack, round-robin, consumer priorities, single active
-consumer, server-initiated cancel, recover, redelivered flags, get-ok counts. The tests run against a Leveret node. With LEVERET_REFERENCE=rabbitmq they also run against a
-real RabbitMQ, the reference for every expectation here.
+consumer, server-initiated cancel, recover, redelivered flags, get-ok counts. The tests run
+against a Leveret node. With LEVERET_REFERENCE=rabbitmq they also run against a real RabbitMQ,
+the reference for every expectation here.
 
 How a test knows a broker delivered *no more* than a limit without sleeping: it waits until the
 expected deliveries arrived, then asks for the queue's ready count (a passive declare). A broker
@@ -345,7 +346,8 @@ def test_consumer_priority_must_be_an_integer(
     assert (caught.value.reply_code, caught.value.reply_text) == (
         406,
         (
-            f"PRECONDITION_FAILED - invalid arg 'x-priority' for queue '{queue_name}' in vhost '/': "
+            f"PRECONDITION_FAILED - invalid arg 'x-priority' for queue '{queue_name}' in vhost "
+            "'/': "
             '"expected integer, got longstr"'
         ),
     )

@@ -1,4 +1,5 @@
-"""Simulated clients declaring, deleting and reading queues through the replicated metadata store."""
+"""Simulated clients declaring, deleting and reading queues through the replicated metadata
+store."""
 
 from __future__ import annotations
 

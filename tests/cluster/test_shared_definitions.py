@@ -149,6 +149,23 @@ def test_frames_sent_behind_a_declare_wait_for_it_in_order() -> None:
             client.close()
 
 
+def _declare_exclusive(
+    connection: pika.BlockingConnection,
+    start: threading.Barrier,
+    name: str,
+    outcomes: dict[str, object],
+    node_name: str,
+) -> None:
+    """Declare `name` exclusive as soon as the other thread is ready too; record what happened."""
+    channel = connection.channel()
+    start.wait(10)
+    try:
+        channel.queue_declare(name, exclusive=True)
+        outcomes[node_name] = "declared"
+    except ChannelClosedByBroker as closed:
+        outcomes[node_name] = closed.reply_code
+
+
 def test_two_nodes_declaring_one_exclusive_queue_at_once_get_one_queue() -> None:
     with running_cluster(3) as cluster:
         n1, n2, _ = cluster.nodes
@@ -158,16 +175,13 @@ def test_two_nodes_declaring_one_exclusive_queue_at_once_get_one_queue() -> None
             connections = {node.name: connect(node) for node in (n1, n2)}
             start = threading.Barrier(2)
 
-            def declare(node_name: str) -> None:
-                channel = connections[node_name].channel()
-                start.wait(10)
-                try:
-                    channel.queue_declare(name, exclusive=True)
-                    outcomes[node_name] = "declared"
-                except ChannelClosedByBroker as closed:
-                    outcomes[node_name] = closed.reply_code
-
-            threads = [threading.Thread(target=declare, args=(n,)) for n in connections]
+            threads = [
+                threading.Thread(
+                    target=_declare_exclusive,
+                    args=(connections[node_name], start, name, outcomes, node_name),
+                )
+                for node_name in connections
+            ]
             for thread in threads:
                 thread.start()
             for thread in threads:

@@ -119,19 +119,23 @@ def test_exchange_declare_alternate_exchange_must_be_a_string() -> None:
     [
         (
             ExchangeDecl("fanout"),
-            "inequivalent arg 'type' for exchange 'x' in vhost '/': received 'fanout' but current is 'direct'",
+            "inequivalent arg 'type' for exchange 'x' in vhost '/': received 'fanout' but current "
+            "is 'direct'",
         ),
         (
             ExchangeDecl("direct", durable=True),
-            "inequivalent arg 'durable' for exchange 'x' in vhost '/': received 'true' but current is 'false'",
+            "inequivalent arg 'durable' for exchange 'x' in vhost '/': received 'true' but current "
+            "is 'false'",
         ),
         (
             ExchangeDecl("direct", auto_delete=True),
-            "inequivalent arg 'auto_delete' for exchange 'x' in vhost '/': received 'true' but current is 'false'",
+            "inequivalent arg 'auto_delete' for exchange 'x' in vhost '/': received 'true' but "
+            "current is 'false'",
         ),
         (
             ExchangeDecl("direct", internal=True),
-            "inequivalent arg 'internal' for exchange 'x' in vhost '/': received 'true' but current is 'false'",
+            "inequivalent arg 'internal' for exchange 'x' in vhost '/': received 'true' but "
+            "current is 'false'",
         ),
         (
             ExchangeDecl("direct", arguments={"alternate-exchange": "ae"}),
@@ -160,7 +164,8 @@ def test_exchange_alternate_exchange_equivalence() -> None:
     )
     other = ExchangeDecl("direct", arguments={"alternate-exchange": "ae2"})
     assert error_of(lambda: check_exchange_equivalence("x", existing, other, vhost="v"))[1] == (
-        "inequivalent arg 'alternate-exchange' for exchange 'x' in vhost 'v': received 'ae2' but current is 'ae'"
+        "inequivalent arg 'alternate-exchange' for exchange 'x' in vhost 'v': received 'ae2' but "
+        "current is 'ae'"
     )
 
 
@@ -379,22 +384,26 @@ def test_exclusive_queues_are_never_durable() -> None:
         (
             QueueDecl(),
             QueueDecl(durable=True),
-            "inequivalent arg 'durable' for queue 'q' in vhost '/': received 'true' but current is 'false'",
+            "inequivalent arg 'durable' for queue 'q' in vhost '/': received 'true' but current is "
+            "'false'",
         ),
         (
             QueueDecl(durable=True),
             QueueDecl(),
-            "inequivalent arg 'durable' for queue 'q' in vhost '/': received 'false' but current is 'true'",
+            "inequivalent arg 'durable' for queue 'q' in vhost '/': received 'false' but current "
+            "is 'true'",
         ),
         (
             QueueDecl(),
             QueueDecl(auto_delete=True),
-            "inequivalent arg 'auto_delete' for queue 'q' in vhost '/': received 'true' but current is 'false'",
+            "inequivalent arg 'auto_delete' for queue 'q' in vhost '/': received 'true' but "
+            "current is 'false'",
         ),
         (
             QueueDecl(arguments={"x-max-length": 10}),
             QueueDecl(arguments={"x-max-length": 20}),
-            "inequivalent arg 'x-max-length' for queue 'q' in vhost '/': received '20' but current is '10'",
+            "inequivalent arg 'x-max-length' for queue 'q' in vhost '/': received '20' but current "
+            "is '10'",
         ),
         (
             QueueDecl(arguments={"x-max-length": 10}),
@@ -415,17 +424,20 @@ def test_exclusive_queues_are_never_durable() -> None:
         (
             QueueDecl(arguments={"x-message-ttl": 1000}),
             QueueDecl(arguments={"x-message-ttl": 1000.0}),
-            "inequivalent arg 'x-message-ttl' for queue 'q' in vhost '/': received '1000.0' but current is '1000'",
+            "inequivalent arg 'x-message-ttl' for queue 'q' in vhost '/': received '1000.0' but "
+            "current is '1000'",
         ),
         (
             QueueDecl(arguments={"x-single-active-consumer": True}),
             QueueDecl(arguments={"x-single-active-consumer": 1}),
-            "inequivalent arg 'x-single-active-consumer' for queue 'q' in vhost '/': received '1' but current is 'true'",
+            "inequivalent arg 'x-single-active-consumer' for queue 'q' in vhost '/': received '1' "
+            "but current is 'true'",
         ),
         (
             QueueDecl(arguments={"x-dead-letter-exchange": "a"}),
             QueueDecl(arguments={"x-dead-letter-exchange": "b"}),
-            "inequivalent arg 'x-dead-letter-exchange' for queue 'q' in vhost '/': received 'b' but current is 'a'",
+            "inequivalent arg 'x-dead-letter-exchange' for queue 'q' in vhost '/': received 'b' "
+            "but current is 'a'",
         ),
         (
             QueueDecl(),
@@ -536,7 +548,8 @@ _NEW_QUEUE_ERRORS: list[tuple[dict[str, Any], dict[str, str], str]] = [
     (
         {"x-message-ttl": datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)},
         {},
-        "invalid arg 'x-message-ttl' for queue 'q' in vhost '/': \"expected integer, got timestamp\"",
+        "invalid arg 'x-message-ttl' for queue 'q' in vhost '/': \"expected integer, got "
+        'timestamp"',
     ),
     ({"x-expires": 0}, {}, "invalid arg 'x-expires' for queue 'q' in vhost '/': {value_zero,0}"),
     (
@@ -602,22 +615,26 @@ _NEW_QUEUE_ERRORS: list[tuple[dict[str, Any], dict[str, str], str]] = [
     (
         {"x-dead-letter-routing-key": "rk"},
         {},
-        "invalid arg 'x-dead-letter-routing-key' for queue 'q' in vhost '/': routing_key_but_no_dlx_defined",
+        "invalid arg 'x-dead-letter-routing-key' for queue 'q' in vhost '/': "
+        "routing_key_but_no_dlx_defined",
     ),
     (
         {"x-dead-letter-exchange": "dlx", "x-dead-letter-routing-key": 5},
         {"x-dead-letter-routing-key": "s"},
-        "invalid arg 'x-dead-letter-routing-key' for queue 'q' in vhost '/': {unacceptable_type,short}",
+        "invalid arg 'x-dead-letter-routing-key' for queue 'q' in vhost '/': "
+        "{unacceptable_type,short}",
     ),
     (
         {"x-single-active-consumer": "yes"},
         {},
-        "invalid arg 'x-single-active-consumer' for queue 'q' in vhost '/': {unacceptable_type,longstr}",
+        "invalid arg 'x-single-active-consumer' for queue 'q' in vhost '/': "
+        "{unacceptable_type,longstr}",
     ),
     (
         {"x-single-active-consumer": 1},
         {"x-single-active-consumer": "B"},
-        "invalid arg 'x-single-active-consumer' for queue 'q' in vhost '/': {unacceptable_type,unsignedbyte}",
+        "invalid arg 'x-single-active-consumer' for queue 'q' in vhost '/': "
+        "{unacceptable_type,unsignedbyte}",
     ),
     (
         {"x-queue-mode": "fast"},
@@ -632,7 +649,8 @@ _NEW_QUEUE_ERRORS: list[tuple[dict[str, Any], dict[str, str], str]] = [
     (
         {"x-queue-version": 3},
         {},
-        "invalid arg 'x-queue-version' for queue 'q' in vhost '/': \"unsupported queue version '3'\"",
+        "invalid arg 'x-queue-version' for queue 'q' in vhost '/': \"unsupported queue version "
+        "'3'\"",
     ),
     (
         {"x-queue-version": -1},
@@ -647,12 +665,14 @@ _NEW_QUEUE_ERRORS: list[tuple[dict[str, Any], dict[str, str], str]] = [
     (
         {"x-queue-type": "quorum"},
         {},
-        "invalid arg 'x-queue-type' for queue 'q' in vhost '/': \"unsupported queue type 'quorum'\"",
+        "invalid arg 'x-queue-type' for queue 'q' in vhost '/': \"unsupported queue type "
+        "'quorum'\"",
     ),
     (
         {"x-queue-type": "stream"},
         {},
-        "invalid arg 'x-queue-type' for queue 'q' in vhost '/': \"unsupported queue type 'stream'\"",
+        "invalid arg 'x-queue-type' for queue 'q' in vhost '/': \"unsupported queue type "
+        "'stream'\"",
     ),
     (
         {"x-queue-type": 7},
@@ -662,17 +682,20 @@ _NEW_QUEUE_ERRORS: list[tuple[dict[str, Any], dict[str, str], str]] = [
     (
         {"x-queue-leader-locator": "nearest"},
         {},
-        "invalid arg 'x-queue-leader-locator' for queue 'q' in vhost '/': invalid_queue_locator_arg",
+        "invalid arg 'x-queue-leader-locator' for queue 'q' in vhost '/': "
+        "invalid_queue_locator_arg",
     ),
     (
         {"x-queue-leader-locator": 1},
         {},
-        "invalid arg 'x-queue-leader-locator' for queue 'q' in vhost '/': {unacceptable_type,signedint}",
+        "invalid arg 'x-queue-leader-locator' for queue 'q' in vhost '/': "
+        "{unacceptable_type,signedint}",
     ),
     (
         {"x-delivery-limit": 5},
         {},
-        "invalid arg 'x-delivery-limit' for queue 'q' in vhost '/' of queue type rabbit_classic_queue",
+        "invalid arg 'x-delivery-limit' for queue 'q' in vhost '/' of queue type "
+        "rabbit_classic_queue",
     ),
     (
         {"x-max-age": "1D"},
@@ -682,7 +705,8 @@ _NEW_QUEUE_ERRORS: list[tuple[dict[str, Any], dict[str, str], str]] = [
     (
         {"x-quorum-initial-group-size": 3},
         {},
-        "invalid arg 'x-quorum-initial-group-size' for queue 'q' in vhost '/' of queue type rabbit_classic_queue",
+        "invalid arg 'x-quorum-initial-group-size' for queue 'q' in vhost '/' of queue type "
+        "rabbit_classic_queue",
     ),
     # RabbitMQ's order: the DLX type first, then x-queue-type, then each validator in its own
     # order (not the table's), then arguments of other queue types in the table's order

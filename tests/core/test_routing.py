@@ -1,4 +1,5 @@
-"""Routing across exchanges: the default exchange, exchange-to-exchange bindings, alternate exchanges."""
+"""Routing across exchanges: the default exchange, exchange-to-exchange bindings, alternate
+exchanges."""
 
 from __future__ import annotations
 

@@ -79,7 +79,8 @@ def _run_rounds(rounds: int, seed: int) -> None:
                 conn.close()
                 missing = [m for m in confirmed if m not in seen]
                 assert not missing, (
-                    f"seed {seed} round {round_no}: {len(missing)} confirmed lost, e.g. {missing[:3]}"
+                    f"seed {seed} round {round_no}: {len(missing)} confirmed lost, e.g. "
+                    f"{missing[:3]}"
                 )
                 assert confirmed, "no message was confirmed before the crash"
                 consumed_before |= set(seen)

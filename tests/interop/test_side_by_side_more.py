@@ -395,8 +395,9 @@ def _publish(
 
 
 def confirm_transcript(port: int) -> Transcript:
-    """Publish in confirm mode to an ordinary queue, a full reject-publish queue, nowhere (mandatory),
-    then to a missing exchange; record every tag settled, one by one, and the returns between."""
+    """Publish in confirm mode to an ordinary queue, a full reject-publish queue, nowhere
+    (mandatory), then to a missing exchange; record every tag settled, one by one, and the
+    returns between."""
     queue, limited = PREFIX + "confirm", PREFIX + "confirm-limited"
     seen: Transcript = []
     raw = RawClient(port)

@@ -41,10 +41,10 @@ def _scan(data: bytes) -> tuple[list[tuple[int, bytes]], ScanReport]:
 def test_frames_round_trip(parts: list[bytes]) -> None:
     data, offsets = _build(parts)
     found, report = _scan(data)
-    assert found == list(zip(offsets, parts))
+    assert found == list(zip(offsets, parts, strict=True))
     assert report.valid_end == len(data)
     assert report.damage is None and report.skipped == []
-    for offset, part in zip(offsets, parts):
+    for offset, part in zip(offsets, parts, strict=True):
         assert bytes(decode_frame(data[offset : offset + FRAME_OVERHEAD + len(part)])) == part
 
 

@@ -41,6 +41,8 @@ class InProcessNode:
     def __init__(self, **config: Any) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="leveret-test-")
         defaults = {
+            # A fixed name, so that tests can expect it whatever the machine's hostname.
+            "node_name": "leveret@localhost",
             "bind": "127.0.0.1",
             "amqp_port": 0,
             "mgmt_port": 0,
