@@ -153,3 +153,11 @@ def test_truncated_valid_stream_is_buffered_not_failed(chunks) -> None:
     for i in range(0, len(stream), 13):
         split += conn_split.receive_data(stream[i : i + 13])
     assert split == whole
+
+
+def test_channel_max_bounds_how_many_channels_are_open_not_their_numbers() -> None:
+    """As RabbitMQ 3.10: with channel_max 2047 negotiated, channel 2048 may be opened."""
+    conn = _open_connection()
+    events = conn.receive_data(method_frame(2048, m.ChannelOpen()))
+    assert [type(event) for event in events] == [MethodReceived]
+    assert events[0].channel == 2048 and isinstance(events[0].method, m.ChannelOpen)

@@ -423,10 +423,11 @@ class ConnectionMachine(RuleBasedStateMachine):
         assert self.opened and not self.failed, (
             f"{method} on channel {channel} outside an open connection"
         )
-        assert channel <= self.conn.channel_max
         state = self.channels.get(channel)
         if isinstance(method, m.ChannelOpen):
             assert state is None, f"channel.open accepted on channel {channel} in state {state}"
+            # As RabbitMQ 3.10, channel_max bounds how many channels are open, not their numbers.
+            assert len(self.channels) < self.conn.channel_max
             self.channels[channel] = ChannelState.OPEN
         elif isinstance(method, m.ChannelClose):
             assert state is not None
