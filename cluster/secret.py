@@ -60,7 +60,9 @@ def load_or_create_secret(
         except FileExistsError:
             pass  # another node created it first: use theirs
         except OSError as error:
-            raise SecretError(f"cannot create the cluster secret file {path}: {error}") from None
+            raise SecretError(
+                f"cannot create the cluster secret file {path}: {error.strerror or error}"
+            ) from None
         else:
             with os.fdopen(fd, "wb") as file:
                 file.write(secrets.token_urlsafe(32).encode() + b"\n")
@@ -73,7 +75,9 @@ def _read_secret(path: Path) -> bytes:
     try:
         secret = path.read_bytes().strip()
     except OSError as error:
-        raise SecretError(f"cannot read the cluster secret file {path}: {error}") from None
+        raise SecretError(
+            f"cannot read the cluster secret file {path}: {error.strerror or error}"
+        ) from None
     if not secret:
         raise SecretError(f"the cluster secret file {path} is empty")
     return secret

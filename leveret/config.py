@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 import tomllib
@@ -19,9 +20,13 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
 
 
+def short_hostname() -> str:
+    return socket.gethostname().split(".")[0] or "localhost"
+
+
 def default_node_name() -> str:
     """`leveret@<short hostname>`, as RabbitMQ's `rabbit@<hostname>`: a name peers can reach."""
-    return "leveret@" + (socket.gethostname().split(".")[0] or "localhost")
+    return "leveret@" + short_hostname()
 
 
 @dataclass(slots=True)
@@ -123,6 +128,8 @@ class Setting:
     help: str
     flag: bool = False  # also a `leveret server` flag
     default_text: str | None = None  # the default as help shows it, when it is not a value
+    metavar: str | None = None  # the flag's argument in help; else the key's last word
+    repeatable: bool = False  # the flag may be given several times, each adding an item
 
 
 def _integer(value: Any) -> int:
@@ -151,6 +158,35 @@ def _text(value: Any) -> str:
     return value
 
 
+def _path(value: Any) -> str:
+    # A NUL byte would only fail later, deep inside an open() call.
+    if "\0" in _text(value):
+        raise ValueError(value)
+    return str(value)
+
+
+def _node_name(value: Any) -> str:
+    """`name@host`; a bare `name` gets this machine's short host name, as RabbitMQ's nodes do."""
+    name, at, host = _text(value).strip().partition("@")
+    if not name or (at and not host) or "@" in host or any(c.isspace() for c in name + host):
+        raise ValueError(value)
+    return f"{name}@{host or short_hostname()}"
+
+
+def _address(value: Any) -> str:
+    """An IP address, or a host name that resolves (to an address of this machine, one hopes:
+    that is checked when the node listens)."""
+    text = _text(value).strip()
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        try:
+            socket.getaddrinfo(text, None, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            raise ValueError(value) from None
+    return text
+
+
 def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
     def parse(value: Any) -> str:
         if not isinstance(value, str) or value.lower() not in choices:
@@ -168,17 +204,23 @@ def _size(value: Any) -> str:
 
 
 def _watermark(value: Any) -> float | int:
-    """A fraction of memory (0 to 1: "0.4", 0.4) or an absolute size ("2GB", 2000000000)."""
-    if isinstance(value, bool):
+    """A fraction of memory (a plain number from 0 to 1: 0.4, "0.4", 1) or an absolute size
+    (a number with a unit, "2GB", or a whole number of bytes above 1, 2000000000).
+
+    A plain number reads the same from TOML and from text, so "1" in the environment is all of
+    the memory as `1` in the file is, not one byte.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ValueError(value)
-    if isinstance(value, float) or (isinstance(value, str) and "." in value):
-        fraction = float(value)
-        if not 0.0 <= fraction <= 1.0:
-            raise ValueError(value)
-        return fraction
-    if isinstance(value, int) and value in (0, 1):
-        return float(value)
-    return parse_disk_free_limit(value if isinstance(value, int) else str(value))
+    try:
+        number = float(value)
+    except ValueError:
+        return parse_disk_free_limit(str(value))  # a size with a unit
+    if 0.0 <= number <= 1.0:
+        return number
+    if number.is_integer() and "." not in str(value):
+        return int(number)
+    raise ValueError(value)  # 1.5: neither a fraction nor a number of bytes
 
 
 def _seeds(value: Any) -> list[str]:
@@ -201,9 +243,22 @@ _SIZE = "a number of bytes, optionally with RabbitMQ's units (kB, MB, GB, KiB, M
 _PATH = "a file path"
 
 SETTINGS: dict[str, Setting] = {
-    "node_name": Setting(_text, "a name such as leveret@host", "the node's name", flag=True),
-    "data_dir": Setting(_text, "a directory path", "where the node keeps its data", flag=True),
-    "bind": Setting(_text, "an IP address", "the address listeners bind", flag=True),
+    "node_name": Setting(
+        _node_name,
+        "NAME@HOST, or NAME (then @ this machine's host name)",
+        "the node's name; its host is where peers reach it when bind is 0.0.0.0",
+        flag=True,
+    ),
+    "data_dir": Setting(
+        _path, "a directory path", "where the node keeps its data (one node per directory)", True
+    ),
+    "bind": Setting(
+        _address,
+        "an IP address or a host name of this machine",
+        "the address every listener binds",
+        flag=True,
+        metavar="ADDRESS",
+    ),
     "amqp_port": Setting(_in_range(0, 65535), _PORT, "the AMQP listener's port", flag=True),
     "mgmt_port": Setting(
         _in_range(0, 65535), _PORT, "the management HTTP API's port (also /metrics)", flag=True
@@ -212,20 +267,26 @@ SETTINGS: dict[str, Setting] = {
         _in_range(0, 65535), _PORT, "node-to-node traffic: Raft, gossip, joining", flag=True
     ),
     "join": Setting(
-        _seeds, "HOST:PORT items (comma-separated in the environment)", "a node to join"
+        _seeds,
+        "HOST:PORT items (comma-separated in the environment)",
+        "join the cluster of the node at this cluster address; repeatable",
+        flag=True,
+        default_text="none: start or restart alone",
+        metavar="HOST:PORT",
+        repeatable=True,
     ),
     "cluster_secret_file": Setting(
-        _text,
+        _path,
         _PATH,
         "the secret every member of a cluster shares",
         flag=True,
         default_text="DATA_DIR/.cluster_secret if present, else ~/.leveret/cluster_secret",
     ),
-    "cluster_tls_cert": Setting(_text, _PATH, "PEM certificate for node-to-node TLS"),
-    "cluster_tls_key": Setting(_text, _PATH, "PEM key for node-to-node TLS"),
-    "cluster_tls_ca": Setting(_text, _PATH, "PEM CA that both sides of node-to-node TLS check"),
+    "cluster_tls_cert": Setting(_path, _PATH, "PEM certificate for node-to-node TLS"),
+    "cluster_tls_key": Setting(_path, _PATH, "PEM key for node-to-node TLS"),
+    "cluster_tls_ca": Setting(_path, _PATH, "PEM CA that both sides of node-to-node TLS check"),
     "ports_file": Setting(
-        _text, _PATH, "once connections are accepted, write the bound ports there as JSON", True
+        _path, _PATH, "once connections are accepted, write the bound ports there as JSON", True
     ),
     "cluster_name": Setting(_text, "a name", "the cluster's name"),
     "default_user": Setting(_text, "a user name", "the user made on first start"),
@@ -242,11 +303,21 @@ SETTINGS: dict[str, Setting] = {
         "memory use above which publishers are blocked",
     ),
     "disk_free_limit": Setting(_size, _SIZE, "free disk space below which publishers are blocked"),
-    "log_level": Setting(_one_of(LOG_LEVELS), " | ".join(LOG_LEVELS), "log verbosity", True),
-    "log_format": Setting(
-        _one_of(LOG_FORMATS), " | ".join(LOG_FORMATS), "plain text, or JSON lines", True
+    "log_level": Setting(
+        _one_of(LOG_LEVELS),
+        " | ".join(LOG_LEVELS),
+        "log verbosity: " + " | ".join(LOG_LEVELS) + "; debug adds tracebacks to start-up errors",
+        flag=True,
     ),
-    "log_file": Setting(_text, _PATH, "write the log to this file instead of stderr", True),
+    "log_format": Setting(
+        _one_of(LOG_FORMATS),
+        " | ".join(LOG_FORMATS),
+        "text, or json: one JSON object a line (time, level, logger, message, exception)",
+        flag=True,
+    ),
+    "log_file": Setting(
+        _path, _PATH, "write the log to this file instead of standard output", True
+    ),
 }
 
 assert set(SETTINGS) == {f.name for f in fields(Config)}, "every key has its setting"

@@ -39,31 +39,48 @@ class _Stop(Exception):
     """A signal asked the cluster to stop."""
 
 
+class _StopRequest:
+    """Set by SIGINT or SIGTERM, checked where stopping is safe: a handler that raised at any
+    point could leave a node just started out of the list of nodes to stop."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._set)
+
+    def _set(self, _signal: int, _frame: FrameType | None) -> None:
+        self.requested = True
+
+    def check(self) -> None:
+        if self.requested:
+            raise _Stop
+
+
 def run_local_cluster(args: argparse.Namespace) -> int:
     root = Path(args.dir).resolve()
     nodes: list[subprocess.Popen[bytes]] = []
-
-    def stop_requested(_signal: int, _frame: FrameType | None) -> None:
-        raise _Stop
-
-    signal.signal(signal.SIGINT, stop_requested)
-    signal.signal(signal.SIGTERM, stop_requested)
+    stop = _StopRequest()
     try:
         seed: str | None = None
+        first_url = ""
         for number in range(1, args.nodes + 1):
-            process, ports = _start(root, number, args.base, seed)
-            nodes.append(process)
-            seed = seed or f"127.0.0.1:{ports['cluster']}"
+            ports = _start(root, number, args.base, seed, nodes, stop)
+            if seed is None:
+                seed = f"127.0.0.1:{ports['cluster']}"
+                first_url = f"http://guest:guest@127.0.0.1:{ports['mgmt']}"
             print(
                 f"node {number}: leveret-{number}@localhost  amqp {ports['amqp']}  "
                 f"management http://127.0.0.1:{ports['mgmt']}  cluster {ports['cluster']}",
                 flush=True,
             )
         print(
-            f"{args.nodes} nodes running (data and logs in {root}); Ctrl-C stops them", flush=True
+            f"{args.nodes} nodes running (data and logs in {root}); Ctrl-C stops them\n"
+            f"try: {_leveret_command()} ctl --url {first_url} cluster_status",
+            flush=True,
         )
         while all(process.poll() is None for process in nodes):
-            time.sleep(0.2)
+            stop.check()
+            time.sleep(_POLL_SECONDS)
         print("a node stopped on its own; stopping the others", file=sys.stderr)
         return 1
     except _Stop:
@@ -72,15 +89,19 @@ def run_local_cluster(args: argparse.Namespace) -> int:
         print(f"leveret: {error}", file=sys.stderr)
         return 69
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         _stop_all(nodes)
 
 
 def _start(
-    root: Path, number: int, base: int, seed: str | None
-) -> tuple[subprocess.Popen[bytes], dict[str, int]]:
-    """Start node `number` and wait for its ports file (RuntimeError if it does not come)."""
+    root: Path,
+    number: int,
+    base: int,
+    seed: str | None,
+    nodes: list[subprocess.Popen[bytes]],
+    stop: _StopRequest,
+) -> dict[str, int]:
+    """Start node `number`, added to `nodes` at once (so that a Ctrl-C while it starts stops it
+    too), and wait for its ports (RuntimeError if they do not come)."""
     directory = root / f"node{number}"
     directory.mkdir(parents=True, exist_ok=True)
     ports_file = directory / "ports.json"
@@ -100,15 +121,28 @@ def _start(
     ]  # fmt: skip
     # Each node in a session of its own: Ctrl-C reaches this command, which stops them in order.
     process = subprocess.Popen(command, start_new_session=True, stdin=subprocess.DEVNULL)
+    nodes.append(process)
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while not ports_file.exists():
+        stop.check()
         if process.poll() is not None:
             raise RuntimeError(f"node {number} exited with status {process.returncode}")
         if time.monotonic() > deadline:
-            process.kill()
             raise RuntimeError(f"node {number} did not start within {START_TIMEOUT_SECONDS:.0f} s")
         time.sleep(_POLL_SECONDS)
-    return process, dict(json.loads(ports_file.read_text()))
+    return dict(json.loads(ports_file.read_text()))
+
+
+def _leveret_command() -> str:
+    """How to call `leveret` from here: the one beside this Python (.venv/bin/leveret after
+    `make`), which need not be on PATH."""
+    beside = Path(sys.executable).with_name("leveret")
+    if not beside.exists():
+        return "leveret"
+    try:
+        return str(beside.relative_to(Path.cwd()))
+    except ValueError:
+        return str(beside)
 
 
 def _stop_all(nodes: list[subprocess.Popen[bytes]]) -> None:

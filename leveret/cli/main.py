@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import sys
+import textwrap
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NoReturn
 
@@ -20,15 +21,20 @@ EX_USAGE = 64
 EX_CANTCREAT = 73
 EX_CONFIG = 78
 
+# The configuration file's own variable (the file cannot name itself).
+CONFIG_VARIABLE = ENV_PREFIX + "CONFIG"
+# The defaults as help shows them: the machine's host name would make the help vary by machine.
+_HELP_DEFAULTS = Config(node_name="leveret@<hostname>")
+_HELP_WIDTH = 79
+
 log = logging.getLogger("leveret")
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors exit with 64 (EX_USAGE) instead of argparse's 2."""
+    """Usage errors are one line on stderr and exit with 64 (EX_USAGE), not argparse's 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(EX_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EX_USAGE, f"leveret: {message} (see {self.prog} --help)\n")
 
 
 def _package_version() -> str:
@@ -41,40 +47,59 @@ def _package_version() -> str:
 
 
 def _server_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """`leveret server`'s flags and help, made from the table of settings in leveret.config."""
     server = sub.add_parser(
         "server",
         help="run a node",
-        description="Run a Leveret node. Every flag also has a LEVERET_* environment variable "
-        "and a key in the --config TOML file; flags win over the environment, which wins "
-        "over the file.",
+        description=_wrapped(
+            "Run a Leveret node. Every flag also has a LEVERET_* environment variable and a key "
+            "in the --config TOML file; flags win over the environment, which wins over the file."
+        ),
+        epilog=_keys_without_flags(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    defaults = Config(node_name="leveret@<hostname>")
+    for name, setting in SETTINGS.items():
+        if setting.flag:
+            server.add_argument(
+                "--" + name.replace("_", "-"),
+                action="append" if setting.repeatable else "store",
+                metavar=setting.metavar or name.split("_")[-1].upper(),
+                help=f"{setting.help} ({_default_and_variable(name)})",
+            )
+    server.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"TOML configuration file (default: none; {CONFIG_VARIABLE})",
+    )
+
+
+def _default_and_variable(name: str) -> str:
+    setting = SETTINGS[name]
+    default = getattr(_HELP_DEFAULTS, name)
+    shown = setting.default_text or ("none" if default is None else default)
+    return f"default: {shown}; {ENV_PREFIX}{name.upper()}"
+
+
+def _keys_without_flags() -> str:
+    lines = ["settings for the --config file and the environment only:"]
     for name, setting in SETTINGS.items():
         if not setting.flag:
-            continue
-        default = getattr(defaults, name)
-        shown = setting.default_text or ("none" if default is None else default)
-        server.add_argument(
-            "--" + name.replace("_", "-"),
-            metavar=name.split("_")[-1].upper(),
-            help=f"{setting.help} (default: {shown}; {ENV_PREFIX}{name.upper()})",
-        )
-    server.add_argument(
-        "--join",
-        action="append",
-        metavar="HOST:PORT",
-        help=f"join the cluster of the node there; repeatable ({ENV_PREFIX}JOIN, comma-separated)",
-    )
-    server.add_argument("--config", metavar="FILE", help="TOML configuration file")
+            text = f"{name}: {setting.help} ({_default_and_variable(name)}); {setting.accepted}"
+            lines.append(_wrapped(text, indent="  ", hang="      "))
+    return "\n".join(lines)
+
+
+def _wrapped(text: str, indent: str = "", hang: str = "") -> str:
+    # Raw help keeps the layout of the key list, so the prose is wrapped here instead.
+    return textwrap.fill(text, _HELP_WIDTH, initial_indent=indent, subsequent_indent=hang or indent)
 
 
 def _run_server(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {
         name: getattr(args, name) for name, setting in SETTINGS.items() if setting.flag
     }
-    overrides["join"] = args.join
     try:
-        config = Config.load(args.config, overrides)
+        config = Config.load(args.config or os.environ.get(CONFIG_VARIABLE), overrides)
     except ConfigError as error:
         return _refuse(EX_CONFIG, str(error))
     debug = config.log_level == "debug"
@@ -87,10 +112,11 @@ def _run_server(args: argparse.Namespace) -> int:
     except OSError as error:
         problem = f"cannot open the log file {config.log_file}: {error.strerror}"
         return _refuse(EX_CANTCREAT, problem)
+    from ..clustering.plugin import ClusterPlugin
     from ..server.node import Node, StartupError
 
     async def main() -> None:
-        await Node(config).run_until_signalled()
+        await Node(config, clustering=ClusterPlugin).run_until_signalled()
 
     try:
         try:

@@ -10,12 +10,18 @@ from ..broker import Broker
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
+# What RabbitMQ assumes when the system does not say how much memory it has: a relative
+# watermark of an unknown total must not become 0 bytes, an alarm that never clears.
+UNKNOWN_TOTAL_MEMORY = 1024**3
+
+
 def total_memory() -> int:
-    """The machine's memory in bytes (0 when the system does not say)."""
+    """The machine's memory in bytes."""
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
-        return 0
+        return UNKNOWN_TOTAL_MEMORY
+    return total if total > 0 else UNKNOWN_TOTAL_MEMORY
 
 
 def resident_bytes() -> int:

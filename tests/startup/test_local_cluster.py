@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import signal
 import subprocess
@@ -23,10 +24,9 @@ def _cluster_status(mgmt_port: int) -> dict[str, object]:
         return dict(json.load(response))
 
 
-def test_three_local_nodes_form_one_cluster_and_stop_together(tmp_path: Path) -> None:
-    output = tmp_path / "out.txt"
+def _local_cluster(tmp_path: Path, output: Path) -> subprocess.Popen[bytes]:
     with open(output, "wb") as out:
-        process = subprocess.Popen(
+        return subprocess.Popen(
             [
                 sys.executable,
                 "-m",
@@ -41,6 +41,34 @@ def test_three_local_nodes_form_one_cluster_and_stop_together(tmp_path: Path) ->
             stdout=out,
             stderr=subprocess.STDOUT,
         )
+
+
+def _processes_using(directory: Path) -> list[int]:
+    """PIDs of the processes whose command line names `directory` (the nodes started there)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                command = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue  # gone meanwhile
+            if str(directory).encode() in command:
+                found.append(int(entry))
+    return found
+
+
+def _kill_all(process: subprocess.Popen[bytes], tmp_path: Path) -> None:
+    """After a failure: the command, and the nodes it left behind."""
+    if process.poll() is None:
+        process.kill()
+        process.wait(10)
+    for pid in _processes_using(tmp_path):
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_three_local_nodes_form_one_cluster_and_stop_together(tmp_path: Path) -> None:
+    output = tmp_path / "out.txt"
+    process = _local_cluster(tmp_path, output)
     try:
         wait_for(lambda: b"3 nodes running" in output.read_bytes(), 90, 0.1)
         text = output.read_text()
@@ -59,6 +87,17 @@ def test_three_local_nodes_form_one_cluster_and_stop_together(tmp_path: Path) ->
             log = (tmp_path / f"node{number}" / "node.log").read_text()
             assert "shutting down" in log
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+        _kill_all(process, tmp_path)
+
+
+def test_ctrl_c_while_a_node_starts_stops_that_node_too(tmp_path: Path) -> None:
+    output = tmp_path / "out.txt"
+    process = _local_cluster(tmp_path, output)
+    try:
+        # Node 2's log exists once it runs, and it is not serving before its ports file exists.
+        wait_for(lambda: (tmp_path / "node2" / "node.log").exists(), 60, 0.02)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(60) == 0
+        assert _processes_using(tmp_path / "node2") == []
+    finally:
+        _kill_all(process, tmp_path)

@@ -128,8 +128,57 @@ def test_a_port_in_use_is_refused(tmp_path: Path, taken_port: int, flag: str) ->
     assert str(taken_port) in one_line(result)
 
 
-def test_bad_usage_exits_64(tmp_path: Path) -> None:
-    assert run_server(tmp_path, "--no-such-flag").returncode == 64
+def test_bad_usage_is_one_line_and_exits_64(tmp_path: Path) -> None:
+    result = run_server(tmp_path, "--no-such-flag")
+    assert result.returncode == 64
+    assert "--no-such-flag" in one_line(result)
+
+
+def test_an_address_that_is_not_one_is_refused(tmp_path: Path) -> None:
+    result = run_server(tmp_path, "--bind", "999.1.1.1")
+    assert result.returncode == 78
+    assert "invalid bind = '999.1.1.1' (from flag --bind)" in one_line(result)
+
+
+def test_an_address_this_machine_does_not_have_is_not_taken_for_a_port_in_use(
+    tmp_path: Path,
+) -> None:
+    result = run_server(tmp_path, "--bind", "192.0.2.1")  # TEST-NET-1: nobody's address
+    assert result.returncode == 69
+    line = one_line(result)
+    assert "192.0.2.1" in line and "in use" not in line
+
+
+def test_a_missing_cluster_secret_file_is_refused(tmp_path: Path) -> None:
+    result = run_server(tmp_path, "--cluster-secret-file", str(tmp_path / "nope"))
+    assert result.returncode == 78
+    line = one_line(result)
+    assert f"cannot read the cluster secret file {tmp_path / 'nope'}" in line
+    assert "Errno" not in line
+
+
+def test_the_config_file_can_come_from_the_environment(tmp_path: Path) -> None:
+    config = tmp_path / "leveret.toml"
+    config.write_text("mgmt_port = -1\n")
+    result = run_server(tmp_path, env={"LEVERET_CONFIG": str(config)})
+    assert result.returncode == 78
+    assert f"invalid mgmt_port = -1 (from file {config})" in one_line(result)
+
+
+def test_with_debug_the_traceback_goes_to_the_log_and_stderr_stays_one_line(
+    tmp_path: Path, taken_port: int
+) -> None:
+    log_file = tmp_path / "node.jsonl"
+    result = run_server(
+        tmp_path,
+        *("--amqp-port", str(taken_port), "--log-level", "debug"),
+        *("--log-format", "json", "--log-file", str(log_file)),
+    )
+    assert result.returncode == 69
+    one_line(result)
+    entries = [json.loads(line) for line in log_file.read_text().splitlines()]
+    failures = [entry for entry in entries if entry["message"] == "the node could not start"]
+    assert failures and "Traceback" in failures[0]["exception"]
 
 
 def test_version_and_help() -> None:
@@ -146,6 +195,10 @@ def test_version_and_help() -> None:
     for flag in ("--cluster-secret-file", "--log-level", "--log-format", "--log-file", "--join"):
         assert flag in help_text
     assert "LEVERET_AMQP_PORT" in help_text and "5672" in help_text
+    assert "LEVERET_JOIN" in help_text and "LEVERET_CONFIG" in help_text
+    # Keys without a flag are listed too, each with its default and variable.
+    assert "max_message_size" in help_text and "LEVERET_MAX_MESSAGE_SIZE" in help_text
+    assert "memory_high_watermark" in help_text and "(default: 0.4;" in help_text
 
 
 def test_json_logs_to_a_file(tmp_path: Path) -> None:
@@ -175,6 +228,8 @@ def _nodes(node: NodeProcess) -> list[dict[str, object]]:
         (None, lambda: int(total_memory() * 0.4)),  # RabbitMQ's default: 0.4 of the memory
         ("memory_high_watermark = 0.25", lambda: int(total_memory() * 0.25)),
         ('memory_high_watermark = "1GB"', lambda: 1_000_000_000),
+        # A plain number reads the same as text (as from the environment) as in TOML: all of it.
+        ('memory_high_watermark = "1"', total_memory),
     ],
 )
 def test_the_memory_limit_reported_is_the_one_in_force(
@@ -190,6 +245,29 @@ def test_the_memory_limit_reported_is_the_one_in_force(
         [entry] = _nodes(node)
         assert entry["mem_limit"] == expected()
         assert entry["mem_alarm"] is False
+        # The figure reported is the one the memory monitor was given, not a guess beside it.
+        assert f"memory high watermark set to {expected()} bytes" in node.log_tail()
+    finally:
+        node.terminate()
+        node.cleanup()
+
+
+def test_a_memory_limit_below_the_nodes_use_raises_the_alarm(tmp_path: Path) -> None:
+    config = tmp_path / "leveret.toml"
+    config.write_text('memory_high_watermark = "1MiB"\n')
+    node = NodeProcess(extra_args=["--config", str(config)]).start()
+    try:
+        wait_for(lambda: _nodes(node)[0]["mem_alarm"] is True, 10, 0.1)
+    finally:
+        node.terminate()
+        node.cleanup()
+
+
+def test_a_bare_node_name_gets_this_machines_host_name(tmp_path: Path) -> None:
+    node = NodeProcess(extra_args=["--node-name", "solo"]).start()
+    try:
+        [entry] = _nodes(node)
+        assert entry["name"] == "solo@" + socket.gethostname().split(".")[0]
     finally:
         node.terminate()
         node.cleanup()
