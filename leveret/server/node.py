@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import signal
+import socket
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any, cast
@@ -82,6 +83,7 @@ class Node:
         # replicated store once it belongs to a cluster (which the cluster plugin knows).
         if not self.cluster.shares_definitions:
             self.broker.recover()
+        _check_address(config.bind)
         self._cluster_started = True
         try:
             await self.cluster.start()
@@ -108,8 +110,18 @@ class Node:
             start_management(self.broker, config.bind, config.mgmt_port, listeners=self.ports),
         )
         self.ports["mgmt"] = mgmt.sockets[0].getsockname()[1]
-        self._monitor = MemoryMonitor(self.broker, config.memory_limit(total_memory()))
+        total = total_memory()
+        limit = config.memory_limit(total)
+        self._monitor = MemoryMonitor(self.broker, limit)
         self._monitor.start()
+        # As RabbitMQ does, say which memory alarm is in force: a limit above the machine's
+        # memory, or one below what a node needs, is a mistake the operator should see.
+        log.info(
+            "memory high watermark set to %d bytes (%s) of %d bytes total",
+            limit,
+            config.memory_high_watermark,
+            total,
+        )
         log.info(
             "node %s accepting AMQP connections on port %d", config.node_name, self.ports["amqp"]
         )
@@ -185,6 +197,20 @@ class Node:
             waiting.cancel()
             log.info("shutting down")
             await self.stop()
+
+
+def _check_address(host: str) -> None:
+    """StartupError unless listeners can bind `host`: gRPC, which binds first, would only say
+    that it could not, and an address this machine does not have would pass for one in use."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.bind(address)
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise StartupError(EX_UNAVAILABLE, f"cannot listen on {host}: {reason}") from None
 
 
 def _write_atomically(path: Path, text: str) -> None:
