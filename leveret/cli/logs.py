@@ -6,6 +6,7 @@ import json
 import logging
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -28,11 +29,13 @@ class JsonLines(logging.Formatter):
 def configure_logging(level: str, log_format: str, log_file: str | None) -> None:
     """Send every logger's records to stdout (as RabbitMQ's console log) or to `log_file`
     (raises OSError if it cannot be opened); stderr is left for why a node cannot start."""
-    handler: logging.Handler = (
-        logging.FileHandler(log_file, encoding="utf-8")
-        if log_file
-        else logging.StreamHandler(sys.stdout)
-    )
+    handler: logging.Handler
+    if log_file:
+        # As RabbitMQ makes its log directory: a first start needs no mkdir beforehand.
+        Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(log_file, encoding="utf-8")
+    else:
+        handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(JsonLines() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -121,6 +121,13 @@ def test_an_unusable_data_dir_is_refused(tmp_path: Path) -> None:
     assert "cannot use the data directory" in one_line(result)
 
 
+def test_a_log_file_that_cannot_be_opened_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    result = run_server(tmp_path, "--log-file", str(tmp_path / "file" / "node.log"))
+    assert result.returncode == 73
+    assert f"cannot open the log file {tmp_path / 'file' / 'node.log'}" in one_line(result)
+
+
 @pytest.mark.parametrize("flag", ["--amqp-port", "--mgmt-port", "--cluster-port"])
 def test_a_port_in_use_is_refused(tmp_path: Path, taken_port: int, flag: str) -> None:
     result = run_server(tmp_path, flag, str(taken_port))
@@ -202,7 +209,7 @@ def test_version_and_help() -> None:
 
 
 def test_json_logs_to_a_file(tmp_path: Path) -> None:
-    log_file = tmp_path / "node.jsonl"
+    log_file = tmp_path / "logs" / "node.jsonl"  # its directory is made on first start
     node = NodeProcess(extra_args=["--log-format", "json", "--log-file", str(log_file)]).start()
     try:
         node.terminate()
