@@ -95,11 +95,12 @@ class Config:
         return Path(self.data_dir)
 
     def memory_limit(self, total_memory: int) -> int:
-        """The memory alarm's threshold in bytes, on a machine with `total_memory` bytes."""
+        """The memory alarm's threshold in bytes, on a machine with `total_memory` bytes: an
+        absolute size above the machine's memory counts as all of it, as in RabbitMQ."""
         watermark = self.memory_high_watermark
         if isinstance(watermark, float):
             return int(total_memory * watermark)
-        return watermark
+        return min(watermark, total_memory)
 
 
 class ConfigError(Exception):

@@ -237,6 +237,7 @@ def _nodes(node: NodeProcess) -> list[dict[str, object]]:
         ('memory_high_watermark = "1GB"', lambda: 1_000_000_000),
         # A plain number reads the same as text (as from the environment) as in TOML: all of it.
         ('memory_high_watermark = "1"', total_memory),
+        ('memory_high_watermark = "1000000GB"', total_memory),  # more than the machine has
     ],
 )
 def test_the_memory_limit_reported_is_the_one_in_force(
