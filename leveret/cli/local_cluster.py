@@ -146,12 +146,15 @@ def _leveret_command() -> str:
 
 
 def _stop_all(nodes: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM to every node, then wait for all of them together; kill any still running."""
     for process in reversed(nodes):
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
     for process in nodes:
         try:
-            process.wait(STOP_TIMEOUT_SECONDS)
+            process.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
+            print(f"node with PID {process.pid} did not stop in time; killing it", file=sys.stderr)
             process.kill()
             process.wait()

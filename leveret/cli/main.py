@@ -112,10 +112,11 @@ def _run_server(args: argparse.Namespace) -> int:
     except OSError as error:
         problem = f"cannot open the log file {config.log_file}: {error.strerror}"
         return _refuse(EX_CANTCREAT, problem)
+    from ..clustering.plugin import ClusterPlugin
     from ..server.node import Node, StartupError
 
     async def main() -> None:
-        await Node(config).run_until_signalled()
+        await Node(config, clustering=ClusterPlugin).run_until_signalled()
 
     try:
         try:

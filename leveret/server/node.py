@@ -8,12 +8,9 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, cast
-
-from cluster.plugin import ClusterPlugin
-from cluster.secret import SecretError
+from typing import Any, Protocol, cast
 
 from ..broker import Broker
 from ..config import Config
@@ -42,9 +39,29 @@ class StartupError(Exception):
         self.text = text
 
 
+class Clustering(Protocol):
+    """What a node needs of its cluster extension (leveret.clustering.plugin.ClusterPlugin)."""
+
+    @property
+    def shares_definitions(self) -> bool: ...
+
+    @property
+    def port(self) -> int: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+ClusteringFactory = Callable[[Config, Broker], Clustering]
+
+
 class Node:
-    def __init__(self, config: Config) -> None:
+    """One node; `clustering` makes its cluster extension, handed in by whoever assembles it."""
+
+    def __init__(self, config: Config, clustering: ClusteringFactory) -> None:
         self.config = config
+        self._make_clustering = clustering
         path = config.data_path
         self._lock = DataDirLock(path)
         try:
@@ -69,16 +86,13 @@ class Node:
         self._servers: list[asyncio.Server] = []
         self._monitor: MemoryMonitor | None = None
         self._disk_task: asyncio.Task[None] | None = None
-        self.cluster: ClusterPlugin | None = None
+        self.cluster: Clustering | None = None
         self._cluster_started = False
 
     async def start(self) -> None:
         """Recover, join or form the cluster, then listen; StartupError says what failed."""
         config = self.config
-        try:
-            self.cluster = ClusterPlugin(config, self.broker)
-        except SecretError as error:
-            raise StartupError(EX_CONFIG, str(error)) from None
+        self.cluster = self._make_clustering(config, self.broker)
         # The definitions come from this node's journal while it runs alone, from the cluster's
         # replicated store once it belongs to a cluster (which the cluster plugin knows).
         if not self.cluster.shares_definitions:

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from cluster.broker_mirror import BrokerMirror
 from cluster.metadata import MetadataState
 from leveret import declare_rules as rules
 from leveret.broker import Broker
+from leveret.clustering.broker_mirror import BrokerMirror
 from leveret.config import Config
 from leveret.shared_commands import declare_queue
 from leveret.vhost import VirtualHost

@@ -12,7 +12,11 @@ import sys
 import urllib.request
 from pathlib import Path
 
+from leveret.cli.local_cluster import STOP_TIMEOUT_SECONDS
 from tests.support.node import REPO, wait_for
+
+# The command's own bound for stopping its nodes, and some time for it to exit after that.
+LOCAL_CLUSTER_STOP_SECONDS = STOP_TIMEOUT_SECONDS + 15
 
 
 def _cluster_status(mgmt_port: int) -> dict[str, object]:
@@ -82,7 +86,7 @@ def test_three_local_nodes_form_one_cluster_and_stop_together(tmp_path: Path) ->
 
         wait_for(all_running, 60, 0.2)
         process.send_signal(signal.SIGINT)
-        assert process.wait(60) == 0
+        assert process.wait(LOCAL_CLUSTER_STOP_SECONDS) == 0, output.read_text()
         for number in (1, 2, 3):
             log = (tmp_path / f"node{number}" / "node.log").read_text()
             assert "shutting down" in log
@@ -97,7 +101,7 @@ def test_ctrl_c_while_a_node_starts_stops_that_node_too(tmp_path: Path) -> None:
         # Node 2's log exists once it runs, and it is not serving before its ports file exists.
         wait_for(lambda: (tmp_path / "node2" / "node.log").exists(), 60, 0.02)
         process.send_signal(signal.SIGINT)
-        assert process.wait(60) == 0
+        assert process.wait(LOCAL_CLUSTER_STOP_SECONDS) == 0, output.read_text()
         assert _processes_using(tmp_path / "node2") == []
     finally:
         _kill_all(process, tmp_path)

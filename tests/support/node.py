@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
+from leveret.clustering.plugin import ClusterPlugin
 from leveret.config import Config
 from leveret.server.node import Node
 
@@ -52,7 +53,7 @@ class InProcessNode:
         defaults.update(config)
         self.config = Config(**defaults)
         self.loop = asyncio.new_event_loop()
-        self.node = Node(self.config)
+        self.node = Node(self.config, clustering=ClusterPlugin)
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
         self._submit(self.node.start()).result(10)

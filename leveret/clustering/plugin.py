@@ -13,16 +13,19 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from cluster.broker_mirror import BrokerMirror
-from cluster.definitions_import import import_command
 from cluster.errors import ClusterError
-from cluster.gossip.local_report import broker_report
 from cluster.management import ClusterManagement
 from cluster.metadata.commands import Effect
+from cluster.secret import SecretError
 from cluster.service import ClusterService
 from cluster.settings import ClusterSettings
-from cluster.shared_store import ClusterMetadata
-from leveret.mgmt.cluster_link import attach_cluster, detach_cluster
+
+from ..mgmt.cluster_link import attach_cluster, detach_cluster
+from ..server.node import EX_CONFIG, StartupError
+from .broker_mirror import BrokerMirror
+from .definitions_import import import_command
+from .local_report import broker_report
+from .metadata_store import ClusterMetadata
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +38,10 @@ class ClusterPlugin:
     """The node's cluster service, its management view, and the shared definitions."""
 
     def __init__(self, config: Any, broker: Any) -> None:
-        settings = ClusterSettings.from_config(config)
+        try:
+            settings = ClusterSettings.from_config(config)
+        except SecretError as error:
+            raise StartupError(EX_CONFIG, str(error)) from None
         self._broker = broker
         self.service = ClusterService(
             settings, report_source=lambda: broker_report(broker, settings.data_dir)
@@ -137,10 +143,3 @@ class ClusterPlugin:
 
 def _is_empty(directory: Path) -> bool:
     return not directory.exists() or not any(directory.iterdir())
-
-
-async def start_cluster(config: Any, broker: Any) -> ClusterPlugin:
-    """Start the cluster service of the node with `config` and `broker`."""
-    plugin = ClusterPlugin(config, broker)
-    await plugin.start()
-    return plugin

@@ -1,0 +1,1 @@
+"""The cluster extension's glue: how cluster/ plugs into a node (the one place importing both)."""
