@@ -64,6 +64,8 @@ class ClusterService:
         self._stopping = False
         self._background: list[asyncio.Task[None]] = []
         self._server: Any = None
+        # Set once the Raft loop exists: a start that failed before it has only a server to stop.
+        self._has_loop = False
         self._gossip: GossipDriver | None = None
         self._book = AddressBook(self.name, "")
         # Awaited by the leader before it admits a node (the node's definitions go first).
@@ -108,6 +110,7 @@ class ClusterService:
         self._loop = RaftLoop(
             raft, storage, self.machine, self._streams.send, settings.loop, applied
         )
+        self._has_loop = True
         self._leader = LeaderOps(self._loop, self.machine, self._book, self._quorum_text)
         self.machine.on_effects(self._on_effects)
         self.machine.on_reset(lambda _state: self._refresh_members())
@@ -136,7 +139,7 @@ class ClusterService:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         self._background.clear()
-        if not hasattr(self, "_loop"):  # the start failed before the Raft loop ran
+        if not self._has_loop:
             if self._server is not None:
                 await self._server.stop(0)
             return
