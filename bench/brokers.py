@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Protocol
 
@@ -110,14 +110,10 @@ def _tail(path: Path, lines: int = 40) -> str:
 def _stop_process(process: subprocess.Popen[bytes], timeout: float) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
-        try:
+        with suppress(subprocess.TimeoutExpired):
             process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
+    with suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)  # leftovers of the group we created
-    except (ProcessLookupError, PermissionError):
-        pass
     if process.poll() is None:
         process.wait(timeout=timeout)
 

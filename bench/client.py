@@ -4,6 +4,7 @@ parse of deliveries and confirms."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import urllib.parse
 from collections import deque
@@ -375,10 +376,8 @@ class Connection:
         protocol = self._protocol
         if protocol.closed is None and protocol.transport is not None:
             protocol.write(wire.connection_close())
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(protocol.closed_event.wait(), timeout)
-            except TimeoutError:
-                pass
         if protocol.transport is not None:
             protocol.transport.close()
 

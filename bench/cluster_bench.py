@@ -273,7 +273,7 @@ async def first_write_after(nodes: list[BenchNode], started: float) -> float:
                 command = {"op": "set_global_parameter", "name": "failover-probe", "value": number}
                 try:
                     await remote.submit(node.address, encode_command(command), 0.5)
-                except Exception:  # noqa: BLE001, S112 - no leader yet: try again
+                except Exception:  # noqa: BLE001 - no leader yet: try again
                     continue
                 return time.perf_counter() - started
         raise TimeoutError("no write succeeded within 30 s of the kill")

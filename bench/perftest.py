@@ -341,7 +341,7 @@ def _wait_workers_ready(ready: Any, count: int, processes: list[Any]) -> list[st
     answered = 0
     while answered < count:
         if time.monotonic() >= deadline:
-            return errors + [f"{count - answered} workers did not connect in time"]
+            return [*errors, f"{count - answered} workers did not connect in time"]
         try:
             status, worker, detail = ready.get(timeout=_POLL_S)
         except queue_module.Empty:

@@ -12,6 +12,9 @@ from bench.scenarios import BACKLOG, SCENARIOS
 BROKERS = ("rabbitmq", "leveret")
 _TITLES = {"rabbitmq": "RabbitMQ", "leveret": "Leveret"}
 _FORMAT = 2
+# The table's typography, spelled by name so that it cannot be mistaken for "-" and "x".
+_DASH = "\N{EN DASH}"  # an empty cell, a span of dates
+_TIMES = "\N{MULTIPLICATION SIGN}"  # a ratio
 _KINDS = {scenario.name: scenario.kind for scenario in SCENARIOS}
 # A section another script keeps in RESULTS.md: `<!-- NAME: start -->` ... `<!-- NAME: end -->`.
 _FOREIGN_SECTION = re.compile(r"<!-- ([\w.-]+): start -->.*?<!-- \1: end -->", re.DOTALL)
@@ -83,25 +86,25 @@ def describe_entry(entry: dict[str, Any]) -> str:
 
 def _ms(microseconds: float | None) -> str:
     if microseconds is None:
-        return "–"
+        return _DASH
     milliseconds = microseconds / 1000
     return f"{milliseconds:.2f}" if milliseconds < 10 else f"{milliseconds:.0f}"
 
 
 def _rate(value: float | None) -> str:
-    return "–" if value is None else f"{value:,.0f}"
+    return _DASH if value is None else f"{value:,.0f}"
 
 
 def _cores(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
+    return _DASH if value is None else f"{value:.2f}"
 
 
 def _bytes(value: float | None) -> str:
-    return "–" if value is None else f"{value:,.0f}"
+    return _DASH if value is None else f"{value:,.0f}"
 
 
 def _seconds(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
+    return _DASH if value is None else f"{value:.2f}"
 
 
 def _entry(results: dict[str, Any], broker: str, scenario: str) -> dict[str, Any] | None:
@@ -117,7 +120,7 @@ def _ratio(results: dict[str, Any], scenario: str) -> str:
     if leveret is None or rabbitmq is None:
         return "pending"
     reference = headline_rate(rabbitmq["result"])
-    return f"{headline_rate(leveret['result']) / reference:.2f}×" if reference else "–"
+    return f"{headline_rate(leveret['result']) / reference:.2f}{_TIMES}" if reference else _DASH
 
 
 def _row(results: dict[str, Any], scenario: str, broker: str) -> str:
@@ -134,7 +137,7 @@ def _row(results: dict[str, Any], scenario: str, broker: str) -> str:
         _TITLES[broker] + failed,
         _rate(headline_rate(result)),
         _rate(result["published_msg_s"]),
-        _rate(result["confirmed_msg_s"]) if result["parameters"]["confirm"] else "–",
+        _rate(result["confirmed_msg_s"]) if result["parameters"]["confirm"] else _DASH,
         _ms(latency["p50"]),
         _ms(latency["p95"]),
         _ms(latency["p99"]),
@@ -156,8 +159,8 @@ def _backlog_ratio(results: dict[str, Any], scenario: str) -> str:
     parts = []
     for label, key in (("RSS", "rss_settled_mib"), ("restart", "start_first_get_s")):
         if rabbitmq[key]:
-            parts.append(f"{label} {leveret[key] / rabbitmq[key]:.2f}×")
-    return ", ".join(parts) or "–"
+            parts.append(f"{label} {leveret[key] / rabbitmq[key]:.2f}{_TIMES}")
+    return ", ".join(parts) or _DASH
 
 
 def _backlog_row(results: dict[str, Any], scenario: str, broker: str) -> str:
@@ -216,7 +219,7 @@ def _runs_table(results: dict[str, Any]) -> list[str]:
                 if entry.get("kind") != BACKLOG
             }
         )
-        span = f"{dates[0]} – {dates[-1]}" if len(dates) > 1 else "".join(dates)
+        span = f"{dates[0]} {_DASH} {dates[-1]}" if len(dates) > 1 else "".join(dates)
         lines.append(
             f"| {_TITLES[broker]} | {run['version']} | {span} | {', '.join(timings)} "
             f"| {_machine(run['machine'])} |"

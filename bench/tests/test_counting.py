@@ -97,7 +97,7 @@ def test_the_table_shows_the_ratio_or_pending() -> None:
     leveret_row = next(
         line for line in both.splitlines() if line.startswith("| a-1p1c-autoack | Leveret")
     )
-    assert leveret_row.endswith("| 0.75× |")
+    assert leveret_row.endswith("| 0.75\N{MULTIPLICATION SIGN} |")
     assert "| 30,000 |" in leveret_row and "| 1.50 | 2.50 | 12 |" in leveret_row
 
 
