@@ -16,7 +16,7 @@ def dead_lettered(
     properties = message.properties
     headers: dict[str, Any] = dict(properties.headers or {})
     deaths: list[Any] = [d for d in headers.get("x-death") or [] if isinstance(d, dict)]
-    routing_keys = [message.routing_key] + _cc(headers)
+    routing_keys = [message.routing_key, *_cc(headers)]
     for index, death in enumerate(deaths):
         if death.get("queue") == queue and death.get("reason") == reason:
             del deaths[index]

@@ -106,9 +106,8 @@ class DefinitionsLog:
                         continue
                     key = _key(entry["record"])
                     if entry["op"] == "put":
-                        live.pop(
-                            key, None
-                        )  # a redefinition moves to the end, after its dependencies
+                        # A redefinition moves to the end, after its dependencies.
+                        live.pop(key, None)
                         live[key] = entry["record"]
                     else:
                         live.pop(key, None)
@@ -126,7 +125,8 @@ class DefinitionsLog:
             os.fsync(handle.fileno())
         os.replace(tmp, self.path)
         _fsync_directory(self.path.parent)
-        self._file = open(self.path, "a", encoding="utf-8")
+        # Kept open for appends; `close` releases it.
+        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
 
     def put(self, record: Record) -> None:
         self._append({"op": "put", "record": record})

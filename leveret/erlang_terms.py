@@ -121,7 +121,7 @@ _ESCAPES = {
 
 
 def _printable_latin1(data: bytes) -> bool:
-    return all(32 <= c <= 126 or 160 <= c or c in _ESCAPES for c in data)
+    return all(32 <= c <= 126 or c >= 160 or c in _ESCAPES for c in data)
 
 
 def _quoted(data: bytes) -> str:

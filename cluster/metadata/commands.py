@@ -32,7 +32,7 @@ def decode_command(data: bytes) -> Command:
 
 def field(command: Command, name: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
     """`command[name]`, checked to be of `kind`; `default` when absent (if one is given)."""
-    if name not in command or command[name] is None and default is not ...:
+    if name not in command or (command[name] is None and default is not ...):
         if default is ...:
             raise CommandError(f"missing field {name!r}")
         return default

@@ -231,7 +231,7 @@ class ServerConnection:
                 break
             offset = end + 1
             # Hot path: the header and body frames of a publish being assembled.
-            if (kind == FRAME_BODY or kind == FRAME_HEADER) and channel in assemblies:
+            if kind in (FRAME_BODY, FRAME_HEADER) and channel in assemblies:
                 self._continue_content(kind, channel, payload, assemblies[channel], events)
             else:
                 self._handle_frame(kind, channel, payload, events)

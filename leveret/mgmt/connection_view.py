@@ -117,10 +117,12 @@ def consumer_json(consumer: Consumer, state: ManagementState, node: str) -> dict
     session = channel.session
     queue = consumer.queue
     active = not queue.single_active_consumer or queue.active_consumer() is consumer
-    if queue.single_active_consumer:
-        status = "single_active" if active else "waiting"
-    else:
+    if not queue.single_active_consumer:
         status = "up"
+    elif active:
+        status = "single_active"
+    else:
+        status = "waiting"
     return {
         "arguments": jsonable(consumer.arguments),
         "ack_required": not consumer.no_ack,

@@ -3,6 +3,7 @@ tests can inject ENOSPC, EIO and power loss without a special disk."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 
@@ -45,10 +46,8 @@ class FileSystem:
         os.close(fd)
 
     def remove(self, path: str) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.remove(path)
-        except FileNotFoundError:
-            pass
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
@@ -80,10 +79,8 @@ class FileSystem:
         self.sync_directory(parent)
 
     def remove_directory(self, path: str) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.rmdir(path)
-        except FileNotFoundError:
-            pass
 
 
 DEFAULT_FILE_SYSTEM = FileSystem()

@@ -4,6 +4,7 @@ worker thread makes a whole batch durable before its callbacks (publisher confir
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
@@ -143,10 +144,9 @@ class GroupCommitter:
         """Hands every buffered write to the OS now, without fsync (for example before deliveries
         are written to sockets, so a kill -9 cannot lose their delivery marks)."""
         for target in list(self._dirty):
-            try:
+            # A failure is reported to the callbacks of the next batch.
+            with contextlib.suppress(StoreError):
                 target.flush()
-            except StoreError:
-                pass  # reported to the callbacks of the next batch
 
     async def close(self) -> None:
         """Makes everything durable, then stops the worker threads."""
