@@ -7,6 +7,7 @@ close-ok, not when the socket finally closes.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 
@@ -85,10 +86,8 @@ def test_a_client_that_never_closes_is_dropped_after_the_heartbeat_timeout(
         _close(client)
         started = time.monotonic()
         client.sock.settimeout(10)
-        try:
+        with contextlib.suppress(ConnectionResetError):  # dropped with a reset: closed all the same
             assert client.sock.recv(1) == b""
-        except ConnectionResetError:
-            pass  # dropped with a reset: closed all the same
         assert time.monotonic() - started < 10
     finally:
         client.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 
@@ -52,10 +53,8 @@ def test_kombu_producer_and_consumer(process: NodeProcess) -> None:
             message.ack()
 
         def drain() -> bool:
-            try:
+            with contextlib.suppress(TimeoutError):
                 conn.drain_events(timeout=0.2)
-            except TimeoutError:
-                pass
             return len(received) == 10
 
         with conn.Consumer(queue, callbacks=[on_message]):

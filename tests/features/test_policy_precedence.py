@@ -134,6 +134,6 @@ def test_priority_queue_expired_low_priority_message_counts_until_head(channel) 
     while time.monotonic() < deadline:  # let the low-priority message's TTL pass
         channel.connection.process_data_events(time_limit=0.02)
     assert channel.queue_declare("prio-ttl", passive=True).method.message_count == 2
-    method, _, body = channel.basic_get("prio-ttl", auto_ack=True)
+    _, _, body = channel.basic_get("prio-ttl", auto_ack=True)
     assert body == b"high"
     assert channel.basic_get("prio-ttl", auto_ack=True) == (None, None, None)

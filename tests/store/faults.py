@@ -3,6 +3,7 @@ and one that forgets everything not fsynced when it "loses power"."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import random
@@ -145,10 +146,8 @@ class PowerLossFileSystem(FileSystem):
         abandoned); forgets everything that was not durable at freeze()."""
         self.freeze()
         for fd in list(self.paths):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         self.paths.clear()
         for path, durable in sorted(self.durable_size.items()):
             if not os.path.exists(path):

@@ -4,6 +4,7 @@ reach the callbacks, and neither ENOSPC, EIO nor power loss damages what was con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import os
@@ -309,10 +310,8 @@ def _power_loss_round(directory: Path, seed: int) -> None:
         for producer in producers:
             producer.cancel()
         await asyncio.gather(*producers, return_exceptions=True)
-        try:
+        with contextlib.suppress(StoreWriteError):
             await committer.close()
-        except StoreWriteError:
-            pass
 
     asyncio.run(main())
     fs.crash()

@@ -118,9 +118,8 @@ class NodeProcess:
     def start(self) -> NodeProcess:
         if os.path.exists(self.ports_file):
             os.unlink(self.ports_file)
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
-        log.close()
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
         try:
             wait_for(lambda: os.path.exists(self.ports_file) or self.proc.poll() is not None, 20)
         except AssertionError:

@@ -5,6 +5,7 @@ The `rabbitmq` session fixture is here too; LEVERET_RABBITMQ_SERVER names anothe
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -92,16 +93,12 @@ def _terminate(process: subprocess.Popen[bytes], timeout: float) -> None:
     if process.poll() is not None:
         return
     process.send_signal(signal.SIGTERM)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        pass
     # The start script leads its own session; anything left in that group (the VM when the
     # script was killed before forwarding SIGTERM) is ours.
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     if process.poll() is None:
         process.wait(timeout=timeout)
 
