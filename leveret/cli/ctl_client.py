@@ -9,13 +9,14 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-# rabbitmqctl's exit codes (sysexits).
-EX_OK = 0
-EX_USAGE = 64
-EX_DATAERR = 65
-EX_NOUSER = 67
-EX_UNAVAILABLE = 69
-EX_SOFTWARE = 70
+from ..sysexits import (  # noqa: F401 - ctl's commands and tests take them from here
+    EX_DATAERR,
+    EX_NOUSER,
+    EX_OK,
+    EX_SOFTWARE,
+    EX_UNAVAILABLE,
+    EX_USAGE,
+)
 
 
 class CtlError(Exception):

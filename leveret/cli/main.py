@@ -12,14 +12,10 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NoReturn
 
 from ..config import ENV_PREFIX, SETTINGS, Config, ConfigError
+from ..sysexits import EX_CANTCREAT, EX_CONFIG, EX_USAGE
 from .ctl import add_ctl_parser, run_ctl
 from .local_cluster import add_local_cluster_parser, run_local_cluster
 from .logs import configure_logging
-
-# sysexits, as rabbitmqctl and the server's start-up errors use them.
-EX_USAGE = 64
-EX_CANTCREAT = 73
-EX_CONFIG = 78
 
 # The configuration file's own variable (the file cannot name itself).
 CONFIG_VARIABLE = ENV_PREFIX + "CONFIG"

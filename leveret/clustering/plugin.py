@@ -21,7 +21,8 @@ from cluster.service import ClusterService
 from cluster.settings import ClusterSettings
 
 from ..mgmt.cluster_link import attach_cluster, detach_cluster
-from ..server.node import EX_CONFIG, StartupError
+from ..server.node import StartupError
+from ..sysexits import EX_CONFIG
 from .broker_mirror import BrokerMirror
 from .definitions_import import import_command
 from .local_report import broker_report

@@ -18,16 +18,12 @@ from ..definitions_log import DefinitionsLog
 from ..mgmt import start_management
 from ..persistence import MessageStores
 from ..store import DiskMonitor
+from ..sysexits import EX_CANTCREAT, EX_UNAVAILABLE
 from .data_dir_lock import DataDirInUse, DataDirLock
 from .memory_monitor import MemoryMonitor, total_memory
 from .protocol import AMQPProtocol
 
 log = logging.getLogger(__name__)
-
-
-EX_UNAVAILABLE = 69  # sysexits: a port or a peer is not available
-EX_CANTCREAT = 73  # sysexits: the data directory cannot be used
-EX_CONFIG = 78  # sysexits: the configuration (the cluster secret included) is unusable
 
 
 class StartupError(Exception):

@@ -16,7 +16,6 @@ import pika.exceptions
 import pytest
 
 from leveret.amqp import methods as m
-from leveret.amqp.constants import PROTOCOL_HEADER
 from leveret.amqp.frames import method_frame
 from tests.support.node import InProcessNode, wait_for
 from tests.support.rabbitmq import RabbitNode, rabbitmq  # noqa: F401 - fixture
@@ -28,14 +27,7 @@ LINGER_CHECKED_SECONDS = 0.5
 
 def _open(port: int, heartbeat: int = 0) -> RawClient:
     client = RawClient(port)
-    client.send(PROTOCOL_HEADER)
-    client.read_method()
-    client.send(method_frame(0, m.ConnectionStartOk({}, "PLAIN", b"\x00guest\x00guest", "en_US")))
-    _, tune = client.read_method()  # type: ignore[misc]
-    assert isinstance(tune, m.ConnectionTune)
-    client.send(method_frame(0, m.ConnectionTuneOk(tune.channel_max, tune.frame_max, heartbeat)))
-    client.send(method_frame(0, m.ConnectionOpen("/")))
-    assert isinstance(client.read_method()[1], m.ConnectionOpenOk)  # type: ignore[index]
+    client.handshake(channel=None, heartbeat=heartbeat)
     return client
 
 

@@ -55,7 +55,10 @@ class RawClient:
             return data
 
     def handshake(
-        self, channel: int | None = 1, capabilities: dict[str, bool] | None = None
+        self,
+        channel: int | None = 1,
+        capabilities: dict[str, bool] | None = None,
+        heartbeat: int = 0,
     ) -> None:
         self.send(PROTOCOL_HEADER)
         _, start = self.read_method()  # type: ignore[misc]
@@ -68,7 +71,7 @@ class RawClient:
         )
         _, tune = self.read_method()  # type: ignore[misc]
         assert isinstance(tune, m.ConnectionTune)
-        self.send(method_frame(0, m.ConnectionTuneOk(tune.channel_max, tune.frame_max, 0)))
+        self.send(method_frame(0, m.ConnectionTuneOk(tune.channel_max, tune.frame_max, heartbeat)))
         self.send(method_frame(0, m.ConnectionOpen("/")))
         _, open_ok = self.read_method()  # type: ignore[misc]
         assert isinstance(open_ok, m.ConnectionOpenOk)
