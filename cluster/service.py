@@ -11,7 +11,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from cluster.address_book import AddressBook
@@ -31,7 +31,7 @@ from cluster.rpc import ClusterServicer, NotAMember
 from cluster.secret import Caller, CallSigner, CallVerifier
 from cluster.settings import ClusterSettings
 from cluster.status import ClusterStatus
-from cluster.transport import PeerChannels, RaftStreams, start_server
+from cluster.transport import PeerChannels, RaftStreams, ServiceInstaller, start_server
 from proto import raft_pb2
 
 log = logging.getLogger(__name__)
@@ -51,8 +51,10 @@ class ClusterService:
         self,
         settings: ClusterSettings,
         report_source: ReportSource | None = None,
+        services: Sequence[ServiceInstaller] = (),
     ) -> None:
         self.settings = settings
+        self._services = services
         self.name = settings.node_name
         self._report_source = report_source
         self.machine = MetadataMachine()
@@ -97,6 +99,7 @@ class ClusterService:
             CallVerifier(settings.secret),
             self._on_caller,
             settings.tls,
+            self._services,
         )
         self.address = settings.advertised(self.port)
         self._book.set_own_address(self.address)
@@ -153,6 +156,15 @@ class ClusterService:
             await self._server.stop(0)
 
     # -- the node's API ------------------------------------------------------------------
+
+    @property
+    def peers(self) -> PeerChannels:
+        """Signed channels to the other nodes, for services beside the cluster's own."""
+        return self._channels
+
+    def address_of(self, name: str) -> str | None:
+        """Where node `name` listens for cluster traffic, if known."""
+        return self._book.get(name)
 
     @property
     def metadata(self) -> MetadataState:

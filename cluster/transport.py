@@ -61,6 +61,11 @@ _CHANNEL_OPTIONS: list[tuple[str, Any]] = [
 ]
 
 
+# Adds a gRPC service to the node's cluster server (the node's queues, for instance), so that
+# it listens on the cluster port and is authenticated like the cluster's own calls.
+ServiceInstaller = Callable[[grpc.aio.Server], None]
+
+
 @dataclass(frozen=True, slots=True)
 class TlsFiles:
     """PEM files for TLS between nodes; with `ca`, each side also checks the other's cert."""
@@ -138,11 +143,12 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 grpc.StatusCode.UNAUTHENTICATED, f"cluster authentication failed: {reason}"
             )
 
-        make = (
-            grpc.stream_unary_rpc_method_handler
-            if handler.request_streaming
-            else grpc.unary_unary_rpc_method_handler
-        )
+        if handler.request_streaming and handler.response_streaming:
+            make = grpc.stream_stream_rpc_method_handler
+        elif handler.request_streaming:
+            make = grpc.stream_unary_rpc_method_handler
+        else:
+            make = grpc.unary_unary_rpc_method_handler
         return make(
             refuse,
             request_deserializer=handler.request_deserializer,
@@ -163,12 +169,16 @@ async def start_server(
     verifier: CallVerifier,
     on_caller: Callable[[Caller], None],
     tls: TlsFiles | None = None,
+    services: Sequence[ServiceInstaller] = (),
 ) -> tuple[grpc.aio.Server, int]:
-    """Serve the Cluster service on bind:port; returns the server and the bound port."""
+    """Serve the Cluster service, and the `services` others add, on bind:port; returns the
+    server and the bound port."""
     server = grpc.aio.server(
         interceptors=[AuthInterceptor(verifier, on_caller)], options=_SERVER_OPTIONS
     )
     cluster_pb2_grpc.add_ClusterServicer_to_server(servicer, server)
+    for install in services:
+        install(server)
     host = f"[{bind}]" if ":" in bind else bind
     target = f"{host}:{port}"
     try:
@@ -193,10 +203,10 @@ class PeerChannels:
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[str, cluster_pb2_grpc.ClusterStub] = {}
 
-    def stub(self, address: str) -> cluster_pb2_grpc.ClusterStub:
-        """The Cluster stub for the node at `address` (channels connect lazily)."""
-        stub = self._stubs.get(address)
-        if stub is None:
+    def channel(self, address: str) -> grpc.aio.Channel:
+        """The channel to the node at `address` (it connects lazily)."""
+        channel = self._channels.get(address)
+        if channel is None:
             if self._tls is None:
                 channel = grpc.aio.insecure_channel(address, options=_CHANNEL_OPTIONS)
             else:
@@ -204,12 +214,22 @@ class PeerChannels:
                     address, self._tls.channel_credentials(), options=_CHANNEL_OPTIONS
                 )
             self._channels[address] = channel
-            stub = self._stubs[address] = cluster_pb2_grpc.ClusterStub(channel)
+        return channel
+
+    def stub(self, address: str) -> cluster_pb2_grpc.ClusterStub:
+        """The Cluster stub for the node at `address`."""
+        stub = self._stubs.get(address)
+        if stub is None:
+            stub = self._stubs[address] = cluster_pb2_grpc.ClusterStub(self.channel(address))
         return stub
 
     def metadata(self, method: str) -> tuple[tuple[str, str], ...]:
         """Credentials for one call of `method` (its bare name, e.g. "Submit")."""
         return self.signer.metadata(SERVICE_PATH + method)
+
+    def metadata_for(self, path: str) -> tuple[tuple[str, str], ...]:
+        """Credentials for one call of another service's method (`/package.Service/Method`)."""
+        return self.signer.metadata(path)
 
     async def call(self, address: str, method: str, request: Any, timeout: float) -> Any:
         """Call unary `method` on the node at `address`; raises grpc.aio.AioRpcError."""

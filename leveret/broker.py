@@ -15,6 +15,7 @@ from .definitions_registry import DefinitionsRegistry, Parameter, Policy
 from .direct_reply import DirectReplyRegistry
 from .persistence import MessageStores
 from .policy_effects import apply_to_exchange, apply_to_queue, follow_policies
+from .queues.remote import HomeLinks
 from .shared_metadata import SharedMetadata
 from .vhost import VirtualHost, binding_record, exchange_record, queue_record
 
@@ -51,6 +52,9 @@ class Broker:
         # Set on a clustered node: definitions are then decided by the cluster's store and
         # applied to this model by it, never changed here directly (see shared_metadata).
         self.shared: SharedMetadata | None = None
+        # Set on a clustered node: the links that carry operations on remote queues to their
+        # home nodes.
+        self.links: HomeLinks | None = None
         # Policies, operator policies and parameters: they act on queues and exchanges as they
         # change, and are journaled like every other definition.
         self.registry = DefinitionsRegistry()
@@ -217,6 +221,12 @@ class Broker:
             vhost.definitions = None
             vhost.shared = shared
 
+    def link_queues(self, links: HomeLinks | None) -> None:
+        """Operations on queues homed on other nodes go through `links` (None: nowhere)."""
+        self.links = links
+        for vhost in self.vhosts.values():
+            vhost.links = links
+
     def add_vhost(self, name: str) -> VirtualHost:
         vhost = self.vhosts.get(name)
         if vhost is None:
@@ -224,6 +234,7 @@ class Broker:
                 name, definitions=self.definitions, stores=self.stores
             )
             vhost.shared = self.shared
+            vhost.links = self.links
             vhost.on_queue_created = lambda queue: apply_to_queue(self.registry, queue)
             vhost.on_exchange_created = lambda exchange: apply_to_exchange(
                 self.registry, name, exchange

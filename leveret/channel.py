@@ -4,6 +4,7 @@ transactions."""
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -20,13 +21,24 @@ from .names import consumer_tag as new_consumer_tag
 from .queues.classic import REJECTED, STORED, ClassicQueue
 from .queues.consumer import Consumer
 from .queues.entry import QueueEntry
+from .queues.remote import (
+    HomeLink,
+    LinkDown,
+    QueueStatus,
+    RemoteQueue,
+    RequestKind,
+    by_home_node,
+)
+from .queues.remote_consumer import RemoteQueueHandle
 from .shared_metadata import SharedMetadata
 
 if TYPE_CHECKING:
     from .session import Session
 
-# An unacknowledged delivery: the queue it came from, its entry, and its consumer (None for get).
-Unacked = tuple[ClassicQueue, QueueEntry, Consumer | None]
+# An unacknowledged delivery: the queue it came from (a handle on it, for a remote queue), its
+# entry, and its consumer (None for get).
+SettledQueue = ClassicQueue | RemoteQueueHandle
+Unacked = tuple[SettledQueue, QueueEntry, Consumer | None]
 
 
 class Channel:
@@ -52,8 +64,17 @@ class Channel:
         self._batch_needs_sync = False
         self._syncs_pending = 0
         self._rejected: set[int] = set()  # publish sequence numbers to nack
+        self._durable_upto = 0  # the last publish the finished fsyncs covered
+        # Publishes forwarded to other nodes and not yet taken there: how many home nodes each
+        # still waits for, and their sequence numbers in order (confirms may not pass the first).
+        self._remote_waiting: dict[int, int] = {}
+        self._remote_order: deque[int] = deque()
         self.transactional = False
-        self._tx_publishes: list[tuple[Message, list[ClassicQueue], bool]] = []
+        self._tx_publishes: list[tuple[Message, list[ClassicQueue | RemoteQueue], bool]] = []
+        # A commit waits for its fsync and for the home nodes of the queues it published to.
+        self._commit_waits = 0
+        self._tx_remote = 0  # publishes of the committing transaction not yet taken elsewhere
+        self._tx_lost = False  # one of them was lost with the link to its home node
         self._tx_acks: list[tuple[str, int, bool, bool]] = []
         self.closed = False
         self._permitted: set[tuple[str, str, str]] = set()
@@ -240,10 +261,7 @@ class Channel:
                 return
             remote = self.vhost.remote_queues.get(method.queue)
             if remote is not None:
-                if remote.exclusive_owner is not None:
-                    raise rules.exclusive_locked(remote.name, self.vhost.name, method.ids)
-                if not method.no_wait:
-                    self.reply(m.QueueDeclareOk(remote.name, 0, 0))
+                self.declare_ok_remote(remote, method)
                 return
         queue = self.vhost.declare_queue(
             method.queue,
@@ -260,6 +278,63 @@ class Channel:
         if not method.no_wait:
             self.reply(m.QueueDeclareOk(queue.name, queue.message_count, queue.consumer_count))
 
+    def declare_ok_remote(self, remote: RemoteQueue, method: m.QueueDeclare) -> None:
+        """declare-ok for a queue of another node, with its home node's counts."""
+        link = self.home_link(remote, method)
+
+        def answer(status: QueueStatus) -> None:
+            if not method.no_wait:
+                self.reply(
+                    m.QueueDeclareOk(remote.name, status.message_count, status.consumer_count)
+                )
+
+        self._ask(link, remote, RequestKind.STATUS, method, answer)
+
+    # --- queues of other nodes ----------------------------------------------------------------
+
+    def home_link(self, remote: RemoteQueue, method: m.Method) -> HomeLink:
+        """The link to `remote`'s home node; RabbitMQ's 404 when that node is down."""
+        if remote.exclusive_owner is not None:
+            raise rules.exclusive_locked(remote.name, self.vhost.name, method.ids)
+        links = self.session.broker.links
+        link = links.link(remote.home_node) if links is not None else None
+        if link is None or not link.up:
+            raise self._unreachable(remote, method)
+        return link
+
+    def _unreachable(self, remote: RemoteQueue, method: m.Method) -> AMQPError:
+        if remote.decl.durable:
+            return rules.home_node_down(remote.name, self.vhost.name, remote.home_node, method.ids)
+        # A transient queue does not outlive its node (RabbitMQ deletes it with the node).
+        return not_found(f"no queue '{remote.name}' in vhost '{self.vhost.name}'", method.ids)
+
+    async def remote_request(
+        self,
+        link: HomeLink,
+        remote: RemoteQueue,
+        kind: RequestKind,
+        method: m.Method,
+        no_ack: bool = False,
+    ) -> QueueStatus:
+        """Ask `remote`'s home node; its refusal, or its being down, is raised as AMQPError."""
+        try:
+            status = await link.request(kind, self.vhost.name, remote.name, no_ack=no_ack)
+        except LinkDown:
+            raise self._unreachable(remote, method) from None
+        if status.code:
+            raise AMQPError(status.code, status.text, method.ids)
+        return status
+
+    def _ask(
+        self,
+        link: HomeLink,
+        remote: RemoteQueue,
+        kind: RequestKind,
+        method: m.Method,
+        then: Callable[[QueueStatus], None],
+    ) -> None:
+        self.session.wait_then(self, self.remote_request(link, remote, kind, method), then)
+
     def _bindable_queue(self, name: str, method: m.Method) -> str:
         """The name of a queue this connection may bind: a remote one too on a clustered node."""
         name = self._queue_name(name, method)
@@ -272,6 +347,9 @@ class Channel:
 
     def _queue_bind(self, method: m.QueueBind) -> None:
         name = self._bindable_queue(method.queue, method)
+        remote = self.vhost.remote_queues.get(name)
+        if remote is not None:
+            self.home_link(remote, method)  # RabbitMQ refuses to bind a queue whose node is down
         self._check("write", "queue", name, method)
         self._check("read", "exchange", method.exchange, method)
         if self.shared is not None:
@@ -321,6 +399,17 @@ class Channel:
         self.reply(m.QueueUnbindOk())
 
     def _queue_purge(self, method: m.QueuePurge) -> None:
+        remote = self.vhost.remote_queues.get(self._queue_name(method.queue, method))
+        if remote is not None:
+            self._check("read", "queue", remote.name, method)
+            link = self.home_link(remote, method)
+
+            def purged(status: QueueStatus) -> None:
+                if not method.no_wait:
+                    self.reply(m.QueuePurgeOk(status.message_count))
+
+            self._ask(link, remote, RequestKind.PURGE, method, purged)
+            return
         queue = self._owned_queue(method.queue, method)
         self._check("read", "queue", queue.name, method)
         count = queue.purge()
@@ -378,20 +467,15 @@ class Channel:
         if method.queue == REPLY_QUEUE:
             self._consume_replies(tag, method)
             return
+        remote = self.vhost.remote_queues.get(self._queue_name(method.queue, method))
+        if remote is not None:
+            self._consume_remote(tag, remote, method)
+            return
         queue = self._owned_queue(method.queue, method)
         self._check("read", "queue", queue.name, method)
         if queue.has_exclusive_consumer() or (method.exclusive and queue.consumer_count):
             raise access_refused(
                 f"queue '{queue.name}' in vhost '{self.vhost.name}' in exclusive use", method.ids
-            )
-        priority = method.arguments.get("x-priority", 0)
-        if isinstance(priority, bool) or not isinstance(priority, int):
-            wire_type = argument_types(method.arguments).get("x-priority", "")
-            type_name = FIELD_TYPE_NAMES.get(wire_type, "longstr")
-            raise precondition_failed(
-                f"invalid arg 'x-priority' for queue '{queue.name}' in vhost '{self.vhost.name}': "
-                f'"expected integer, got {type_name}"',
-                method.ids,
             )
         consumer = Consumer(
             tag,
@@ -399,7 +483,7 @@ class Channel:
             queue,
             no_ack=method.no_ack,
             exclusive=method.exclusive,
-            priority=priority,
+            priority=self._consumer_priority(queue.name, method),
             prefetch=self.consumer_prefetch,
             arguments=method.arguments,
         )
@@ -407,6 +491,66 @@ class Channel:
         if not method.no_wait:
             self.reply(m.BasicConsumeOk(tag))
         queue.add_consumer(consumer)
+
+    def _consumer_priority(self, queue: str, method: m.BasicConsume) -> int:
+        priority = method.arguments.get("x-priority", 0)
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            wire_type = argument_types(method.arguments).get("x-priority", "")
+            type_name = FIELD_TYPE_NAMES.get(wire_type, "longstr")
+            raise precondition_failed(
+                f"invalid arg 'x-priority' for queue '{queue}' in vhost '{self.vhost.name}': "
+                f'"expected integer, got {type_name}"',
+                method.ids,
+            )
+        return priority
+
+    def _consume_remote(self, tag: str, remote: RemoteQueue, method: m.BasicConsume) -> None:
+        """A consumer of a queue homed elsewhere: the home node runs it and streams its
+        deliveries here (its refusals, such as exclusive use, come back from there)."""
+        self._check("read", "queue", remote.name, method)
+        priority = self._consumer_priority(remote.name, method)
+        link = self.home_link(remote, method)
+        handle = RemoteQueueHandle(link, self.vhost.name, remote.name)
+        consumer = Consumer(
+            tag,
+            self,
+            handle,  # type: ignore[arg-type]
+            no_ack=method.no_ack,
+            exclusive=method.exclusive,
+            priority=priority,
+            prefetch=self.consumer_prefetch,
+            arguments=method.arguments,
+        )
+        handle.consumer = consumer
+        # The home node holds no more unacknowledged deliveries than this channel allows.
+        limits = [limit for limit in (self.consumer_prefetch, self.channel_prefetch) if limit]
+
+        async def subscribe() -> None:
+            try:
+                handle.consumer_id = await link.subscribe(
+                    handle,
+                    self.vhost.name,
+                    remote.name,
+                    tag,
+                    no_ack=method.no_ack,
+                    exclusive=method.exclusive,
+                    priority=priority,
+                    prefetch=min(limits, default=0),
+                    arguments=method.arguments,
+                )
+            except LinkDown:
+                raise self._unreachable(remote, method) from None
+            except AMQPError as refused:
+                raise AMQPError(refused.code, refused.text, method.ids) from None
+            if self.closed:
+                handle.remove_consumer(consumer)
+                return
+            self.consumers[tag] = consumer
+            if not method.no_wait:
+                self.reply(m.BasicConsumeOk(tag))
+            handle.start()
+
+        self.session.wait_then(self, subscribe(), _done)
 
     def _consume_replies(self, tag: str, method: m.BasicConsume) -> None:
         if not method.no_ack:
@@ -487,15 +631,49 @@ class Channel:
             self.reply(m.BasicCancel(consumer.tag, True))
 
     def _basic_get(self, method: m.BasicGet) -> None:
+        remote = self.vhost.remote_queues.get(self._queue_name(method.queue, method))
+        if remote is not None:
+            self._get_remote(remote, method)
+            return
         queue = self._owned_queue(method.queue, method)
         self._check("read", "queue", queue.name, method)
         entry = queue.get(method.no_ack)
         if entry is None:
             self.reply(m.BasicGetEmpty())
             return
+        self._write_got(queue, entry, queue.message_count, method.no_ack)
+
+    def _get_remote(self, remote: RemoteQueue, method: m.BasicGet) -> None:
+        self._check("read", "queue", remote.name, method)
+        link = self.home_link(remote, method)
+        # Made before asking, so that a link broken meanwhile cannot settle what it gives.
+        handle = RemoteQueueHandle(link, self.vhost.name, remote.name)
+
+        async def get() -> None:
+            status = await self.remote_request(
+                link, remote, RequestKind.GET, method, no_ack=method.no_ack
+            )
+            entry = status.delivery
+            if entry is None:
+                if not self.closed:
+                    self.reply(m.BasicGetEmpty())
+            elif self.closed:
+                handle.requeue([entry])
+            else:
+                self._write_got(handle, entry, status.message_count, method.no_ack)
+
+        self.session.wait_then(self, get(), _done)
+
+    def _write_got(
+        self,
+        queue: SettledQueue,
+        entry: QueueEntry,
+        message_count: int,
+        no_ack: bool,
+    ) -> None:
         tag = self._next_delivery_tag
         self._next_delivery_tag = tag + 1
-        if not method.no_ack:
+        if not no_ack:
             self.unacked[tag] = (queue, entry, None)
         message = entry.message
         self.session.write(
@@ -504,7 +682,7 @@ class Channel:
                 tag,
                 entry.redelivered,
                 message.exchange_and_key,
-                queue.message_count,
+                message_count,
                 message.header,
                 message.body,
                 self.session.frame_max,
@@ -561,7 +739,7 @@ class Channel:
             raise precondition_failed(f"unknown delivery tag {tag}", method.ids)
 
     def _settle(self, records: list[Unacked]) -> None:
-        touched: list[ClassicQueue] = []
+        touched: list[SettledQueue] = []
         for queue, entry, consumer in records:
             queue.settle(entry)
             if consumer is not None:
@@ -575,7 +753,7 @@ class Channel:
         if requeue:
             self._requeue(records)
             return
-        touched: list[ClassicQueue] = []
+        touched: list[SettledQueue] = []
         for queue, entry, consumer in records:
             queue.reject(entry)
             if consumer is not None:
@@ -586,7 +764,7 @@ class Channel:
         self._after_settle(touched)
 
     def _requeue(self, records: list[Unacked]) -> None:
-        by_queue: dict[ClassicQueue, list[QueueEntry]] = {}
+        by_queue: dict[SettledQueue, list[QueueEntry]] = {}
         for queue, entry, consumer in records:
             if consumer is not None:
                 consumer.in_flight -= 1
@@ -596,7 +774,7 @@ class Channel:
             queue.requeue(entries)
         self._after_settle(list(by_queue))
 
-    def _after_settle(self, queues: list[ClassicQueue]) -> None:
+    def _after_settle(self, queues: list[SettledQueue]) -> None:
         if self.channel_prefetch:
             self._dispatch_all()
             return
@@ -655,15 +833,11 @@ class Channel:
         if not method.exchange and method.routing_key.startswith(REPLY_PREFIX):
             self._publish_reply(message, method.mandatory)
             return
-        vhost = self.vhost
-        queues = vhost.route(method.exchange, method.routing_key, message, method.ids, extra_keys)
+        queues = self.vhost.route(
+            method.exchange, method.routing_key, message, method.ids, extra_keys
+        )
         if self.confirming:
             self._publish_seq += 1
-        if vhost.routed_elsewhere:
-            # Queues homed on other nodes do not get it (yet): never confirm it as handled.
-            vhost.routed_elsewhere = False
-            if self.confirming:
-                self._rejected.add(self._publish_seq)
         if self.transactional:
             self._tx_publishes.append((message, queues, method.mandatory))
             return
@@ -679,20 +853,28 @@ class Channel:
             self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
 
     def _deliver_published(
-        self, message: Message, queues: list[ClassicQueue], mandatory: bool
+        self, message: Message, queues: list[ClassicQueue | RemoteQueue], mandatory: bool
     ) -> None:
+        local: list[ClassicQueue] = queues  # type: ignore[assignment]
+        if self.vhost.remote_queues and any(type(queue) is RemoteQueue for queue in queues):
+            remote = [queue for queue in queues if type(queue) is RemoteQueue]
+            local = [queue for queue in queues if type(queue) is ClassicQueue]
+            # A queue whose home node is down drops the message, as RabbitMQ's: returned when
+            # mandatory and no queue took it, confirmed all the same.
+            if not self._forward(message, remote) and not local:
+                queues = []
         if not queues:
             if mandatory:
                 self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
             return
         stores = self.session.broker.stores
-        if stores is not None and len(queues) > 1 and len(message.body) >= stores.embed_threshold:
-            durable_targets = sum(1 for queue in queues if queue.store is not None)
+        if stores is not None and len(local) > 1 and len(message.body) >= stores.embed_threshold:
+            durable_targets = sum(1 for queue in local if queue.store is not None)
             if durable_targets > 1 and message.persistent:
                 # One copy of a large body for every durable queue it goes to.
                 message.stored_body = stores.shared(self.vhost.name).share(message.body)
         outcome = 0
-        for queue in queues:
+        for queue in local:
             if not queue.deleted:
                 outcome |= queue.publish(message)
                 if queue.congested:
@@ -707,6 +889,54 @@ class Channel:
                 # the other queues it was routed to keep their copy (as RabbitMQ).
                 self._rejected.add(self._publish_seq)
 
+    def _forward(self, message: Message, queues: list[RemoteQueue]) -> bool:
+        """Send `message` to the home nodes of `queues`; False if none of them is up."""
+        links = self.session.broker.links
+        if links is None:
+            return False
+        waiter = self if self.confirming or self.transactional else None
+        seq = self._publish_seq if self.confirming else 0
+        sent = 0
+        for home, names in by_home_node(queues).items():
+            link = links.link(home)
+            if not link.up:
+                continue
+            link.publish(self.vhost.name, names, message, waiter, seq)
+            sent += 1
+            if link.congested:
+                self.session.throttle(link)
+        if sent and waiter is not None:
+            if self.confirming:
+                self._remote_waiting[seq] = sent
+                self._remote_order.append(seq)
+            else:
+                self._tx_remote += sent
+        return sent > 0
+
+    def remote_confirmed(self, seq: int, taken: bool) -> None:
+        """A home node took (or could not take) a publish of this channel: `seq` 0 is one of a
+        committing transaction's."""
+        if self.closed:
+            return
+        if not seq:
+            self._tx_remote -= 1
+            self._tx_lost = self._tx_lost or not taken
+            if not self._tx_remote:
+                self._commit_step()
+            return
+        if not taken:
+            self._rejected.add(seq)
+        waiting = self._remote_waiting
+        left = waiting[seq] - 1
+        if left:
+            waiting[seq] = left
+            return
+        del waiting[seq]
+        order = self._remote_order
+        while order and order[0] not in waiting:
+            order.popleft()
+        self._confirm_ready()
+
     def _return(self, message: Message, code: int, text: str) -> None:
         payload = m.BasicReturn(code, text, message.exchange, message.routing_key).encode()
         self.session.write(
@@ -718,8 +948,9 @@ class Channel:
     def flush_confirms(self) -> None:
         """At the end of a read batch: confirm what may be confirmed, in one basic.ack.
 
-        Publishes that went to disk are confirmed once the group commit has fsynced them; later
-        ones wait behind them, so that every ack can be a `multiple` one."""
+        Publishes that went to disk are confirmed once the group commit has fsynced them, and
+        those sent to other nodes once their home nodes took them; later ones wait behind them,
+        so that every ack can be a `multiple` one."""
         if self._batch_needs_sync:
             self._batch_needs_sync = False
             stores = self.session.broker.stores
@@ -727,39 +958,42 @@ class Channel:
                 self._syncs_pending += 1
                 upto = self._publish_seq
                 stores.committer.call_when_durable(lambda error: self._synced(upto, error))
-        if not self._syncs_pending:
-            self._confirm_upto(self._publish_seq, None)
+        self._confirm_ready()
 
     def _synced(self, upto: int, error: BaseException | None) -> None:
         self._syncs_pending -= 1
         if self.closed:
             return
-        self._confirm_upto(upto, error)
-        if not self._syncs_pending:
-            self._confirm_upto(self._publish_seq, None)
+        if error is not None:
+            # The store could not make these durable: the publisher must resend them.
+            self._rejected.update(range(self._durable_upto + 1, upto + 1))
+        self._durable_upto = upto
+        self._confirm_ready()
 
-    def _confirm_upto(self, upto: int, error: BaseException | None) -> None:
+    def _confirm_ready(self) -> None:
+        upto = self._durable_upto if self._syncs_pending else self._publish_seq
+        if self._remote_order:
+            upto = min(upto, self._remote_order[0] - 1)
+        self._confirm_upto(upto)
+
+    def _confirm_upto(self, upto: int) -> None:
         if upto <= self._confirmed_upto:
             return
         if self._rejected:
             # Nack each refused publish alone; ack the runs between them as multiple acks.
             for seq in sorted(r for r in self._rejected if r <= upto):
                 self._rejected.discard(seq)
-                self._confirm_run(seq - 1, error)
+                self._confirm_run(seq - 1)
                 self.reply(m.BasicNack(seq, False, False))
                 self._confirmed_upto = seq
-        self._confirm_run(upto, error)
+        self._confirm_run(upto)
 
-    def _confirm_run(self, upto: int, error: BaseException | None) -> None:
+    def _confirm_run(self, upto: int) -> None:
         if upto <= self._confirmed_upto:
             return
         multiple = upto - self._confirmed_upto > 1
         self._confirmed_upto = upto
-        if error is None:
-            self.reply(m.BasicAck(upto, multiple))
-        else:
-            # The store could not make these durable: the publisher must resend them.
-            self.reply(m.BasicNack(upto, multiple, False))
+        self.reply(m.BasicAck(upto, multiple))
 
     def _confirm_select(self, method: m.ConfirmSelect) -> None:
         if self.transactional:
@@ -781,6 +1015,7 @@ class Channel:
             raise precondition_failed("channel is not transactional", method.ids)
         publishes, self._tx_publishes = self._tx_publishes, []
         acks, self._tx_acks = self._tx_acks, []
+        self._tx_remote, self._tx_lost = 0, False
         for message, queues, mandatory in publishes:
             self._deliver_published(message, queues, mandatory)
         for kind, tag, multiple, requeue in acks:
@@ -789,26 +1024,38 @@ class Channel:
                 self._settle(records)
             else:
                 self._reject(records, requeue)
+        # commit-ok promises the persistent messages are on disk, here and on their home nodes.
+        self._commit_waits = 1
+        if self._tx_remote:
+            self._commit_waits += 1
         stores = self.session.broker.stores
         if self._batch_needs_sync and stores is not None:
-            # commit-ok promises the persistent messages are on disk.
             self._batch_needs_sync = False
-            stores.committer.call_when_durable(self._tx_committed)
-            return
-        self.reply(m.TxCommitOk())
+            self._commit_waits += 1
+            stores.committer.call_when_durable(self._tx_synced)
+        self._commit_step()
 
-    def _tx_committed(self, error: BaseException | None) -> None:
+    def _tx_synced(self, error: BaseException | None) -> None:
         if self.closed:
             return
         if error is not None:
-            self.session.fail_channel(
-                self,
-                AMQPError(
-                    ReplyCode.INTERNAL_ERROR, "could not write the transaction to disk", (90, 20)
-                ),
-            )
+            self._commit_failed("could not write the transaction to disk")
+            return
+        self._commit_step()
+
+    def _commit_step(self) -> None:
+        """One of what the commit waits for is done; commit-ok once all are."""
+        self._commit_waits -= 1
+        if self._commit_waits:
+            return
+        if self._tx_lost:
+            self._commit_failed("the transaction could not reach the home node of a queue")
             return
         self.reply(m.TxCommitOk())
+
+    def _commit_failed(self, text: str) -> None:
+        self._commit_waits = -1  # nothing more of this commit counts
+        self.session.fail_channel(self, AMQPError(ReplyCode.INTERNAL_ERROR, text, (90, 20)))
 
     def _tx_rollback(self, method: m.TxRollback) -> None:
         if not self.transactional:
@@ -834,6 +1081,10 @@ class Channel:
         consumers, self.consumers = self.consumers, {}
         for consumer in consumers.values():
             consumer.queue.remove_consumer(consumer)
+
+
+def _done(_: object) -> None:
+    """What follows a wait whose work is all done by the awaited coroutine."""
 
 
 _MAX_EXPIRATION_MS = 315_360_000_000  # ten years, RabbitMQ's bound on TTLs

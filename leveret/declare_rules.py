@@ -388,6 +388,15 @@ class QueueDecl:
         return self
 
 
+def home_node_down(name: str, vhost: str, node: str, method: tuple[int, int]) -> AMQPError:
+    """404 for a durable queue whose home node cannot be reached, as RabbitMQ words it."""
+    return AMQPError(
+        ReplyCode.NOT_FOUND,
+        f"home node '{node}' of durable {describe('queue', name, vhost)} is down or inaccessible",
+        method,
+    )
+
+
 def exclusive_locked(
     name: str, vhost: str = DEFAULT_VHOST, method: tuple[int, int] = QUEUE_DECLARE
 ) -> AMQPError:

@@ -37,6 +37,7 @@ from .shared_commands import delete_queue as delete_queue_command
 if TYPE_CHECKING:
     from .broker import Broker
     from .queues.classic import ClassicQueue
+    from .queues.remote import HomeLink
     from .vhost import VirtualHost
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,8 @@ class Session:
         self.alarm: str | None = None
         self._held: list[Event] = []
         self.exclusive_queues: set[str] = set()
-        self._throttled_by: set[ClassicQueue] = set()
+        # What holds this publisher back: congested queues, or links to other nodes.
+        self._throttled_by: set[ClassicQueue | HomeLink] = set()
         # Set while this connection publishes to a queue whose consumers fall behind: its
         # turns on the event loop get smaller, so on a busy node consumers catch up.
         self.publishes_to_congested_queue = False
@@ -198,7 +200,7 @@ class Session:
 
     # --- flow control and alarms --------------------------------------------------------------
 
-    def throttle(self, queue: ClassicQueue) -> None:
+    def throttle(self, queue: ClassicQueue | HomeLink) -> None:
         """Stop reading from this publisher until the queue's consumers catch up."""
         if queue in self._throttled_by:
             return
@@ -206,7 +208,7 @@ class Session:
         queue.throttled.add(self)
         self.transport.set_reading(False)
 
-    def release_throttle(self, queue: ClassicQueue) -> None:
+    def release_throttle(self, queue: ClassicQueue | HomeLink) -> None:
         self._throttled_by.discard(queue)
         self._resume_reading()
 

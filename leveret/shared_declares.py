@@ -19,6 +19,7 @@ from .amqp import methods as m
 from .amqp.errors import AMQPError, ReplyCode, precondition_failed
 from .amqp.fields import argument_types
 from .exchanges.base import Binding
+from .queues.remote import RemoteQueue, RequestKind
 from .shared_metadata import Command, MetadataUnavailable, Reply, SharedMetadata
 
 if TYPE_CHECKING:
@@ -234,10 +235,14 @@ def queue_declare(channel: Channel, shared: SharedMetadata, method: m.QueueDecla
         if server_named:
             channel.last_queue_name = name
         queue = vhost.queues.get(name)
+        if queue is None:
+            remote = vhost.remote_queues.get(name)
+            if remote is not None:
+                channel.declare_ok_remote(remote, method)  # with its home node's counts
+                return
         if queue is not None:
             queue.touch()  # a redeclare, passive or not, renews an x-expires lease
         if not method.no_wait:
-            # A queue homed on another node reports no counts until operations are routed there.
             counts = (queue.message_count, queue.consumer_count) if queue is not None else (0, 0)
             channel.reply(m.QueueDeclareOk(name, *counts))
 
@@ -274,18 +279,44 @@ def queue_delete(
         # Deleting a missing queue succeeds, as in RabbitMQ.
         _reply_unless(channel, method.no_wait, m.QueueDeleteOk(0))
         return
-    if queue is not None:
-        channel.check_deletable(queue, method)
-    elif remote is not None and remote.exclusive_owner is not None:
-        raise rules.exclusive_locked(name, vhost.name, method.ids)
-    owner_tag = (
-        session.owner_tag if queue is not None and queue.exclusive_owner is session else None
-    )
+    if queue is None and remote is not None:
+        _delete_remote(channel, shared, remote, method)
+        return
+    assert queue is not None
+    channel.check_deletable(queue, method)
+    owner_tag = session.owner_tag if queue.exclusive_owner is session else None
     text = "The operation to delete the queue from the metadata store timed out"
     pending = _decide(shared, commands.delete_queue(vhost.name, name, owner_tag), text, method.ids)
 
     def deleted(_: object) -> None:
-        count = queue.deleted_message_count if queue is not None else 0
-        _reply_unless(channel, method.no_wait, m.QueueDeleteOk(count))
+        _reply_unless(channel, method.no_wait, m.QueueDeleteOk(queue.deleted_message_count))
 
     session.wait_then(channel, pending, deleted)
+
+
+def _delete_remote(
+    channel: Channel, shared: SharedMetadata, remote: RemoteQueue, method: m.QueueDelete
+) -> None:
+    """Deleting a queue homed elsewhere: its home node's counts decide if-unused and if-empty
+    (and say how many messages went with it); the cluster decides the deletion."""
+    vhost = channel.vhost
+    link = channel.home_link(remote, method)
+    where = f"queue '{remote.name}' in vhost '{vhost.name}'"
+
+    async def delete() -> int:
+        status = await channel.remote_request(link, remote, RequestKind.STATUS, method)
+        if method.if_unused and status.consumer_count:
+            raise precondition_failed(f"{where} in use", method.ids)
+        if method.if_empty and status.message_count:
+            raise precondition_failed(f"{where} is not empty", method.ids)
+        text = "The operation to delete the queue from the metadata store timed out"
+        await _decide(
+            shared, commands.delete_queue(vhost.name, remote.name, None), text, method.ids
+        )
+        return status.message_count
+
+    channel.session.wait_then(
+        channel,
+        delete(),
+        lambda count: _reply_unless(channel, method.no_wait, m.QueueDeleteOk(count)),
+    )

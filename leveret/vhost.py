@@ -16,7 +16,7 @@ from .exchanges.exchange import Exchange, predeclared_exchanges, unbind_everywhe
 from .message import Message
 from .persistence import MessageStores
 from .queues.classic import ClassicQueue
-from .queues.remote import RemoteQueue
+from .queues.remote import HomeLinks, RemoteQueue, by_home_node
 from .routing import route
 from .shared_commands import delete_queue as delete_queue_command
 from .shared_metadata import SharedMetadata
@@ -37,8 +37,8 @@ class VirtualHost:
         # that decides every change (the cluster applies them here; see shared_metadata).
         self.remote_queues: dict[str, RemoteQueue] = {}
         self.shared: SharedMetadata | None = None
-        # Set when a message was routed to queues of other nodes, which it does not reach yet.
-        self.routed_elsewhere = False
+        # The links to the home nodes of remote queues (set with `shared`).
+        self.links: HomeLinks | None = None
         self.definitions = definitions
         self.stores = stores
         # Told of each new queue and exchange, so that policies apply to them from the start.
@@ -307,16 +307,17 @@ class VirtualHost:
             return  # RabbitMQ drops it when the dead-letter exchange does not exist
         routing_key = settings.dead_letter_routing_key or message.routing_key
         copy = dead_lettered(message, queue.name, reason, exchange_name, routing_key)
-        if exchange_name == "":
-            target = self.queues.get(routing_key)
-            targets = [target] if target is not None else []
-        else:
-            headers = copy.properties.headers
-            names = route(self.exchanges, exchange_name, routing_key, headers, self.queues)
-            targets = [self.queues[n] for n in names if n in self.queues]
-        for target in targets:
-            if not target.deleted and not is_cycle(copy, target.name):
-                target.publish(copy)
+        headers = copy.properties.headers if exchange_name else None
+        remote: list[RemoteQueue] = []
+        for target in self.route_unchecked(exchange_name, routing_key, headers):
+            if is_cycle(copy, target.name):
+                continue
+            if type(target) is RemoteQueue:
+                remote.append(target)
+            elif not target.deleted:  # type: ignore[union-attr]
+                target.publish(copy)  # type: ignore[union-attr]
+        if remote:
+            self.forward(remote, copy)
 
     # --- bindings -----------------------------------------------------------------------------
 
@@ -397,7 +398,8 @@ class VirtualHost:
         message: Message,
         method: tuple[int, int],
         extra_routing_keys: tuple[str, ...] = (),
-    ) -> list[ClassicQueue]:
+    ) -> list[ClassicQueue | RemoteQueue]:
+        """The queues `message` goes to: this node's, and those homed on other nodes."""
         exchange = self.exchanges.get(exchange_name)
         rules.check_publish_exchange(
             exchange_name,
@@ -406,27 +408,45 @@ class VirtualHost:
             vhost=self.name,
             method=method,
         )
+        headers = message.properties.headers if message.has_flags else None
+        return self.route_unchecked(exchange_name, routing_key, headers, extra_routing_keys)
+
+    def route_unchecked(
+        self,
+        exchange_name: str,
+        routing_key: str,
+        headers: dict[str, Any] | None,
+        extra_routing_keys: tuple[str, ...] = (),
+    ) -> list[ClassicQueue | RemoteQueue]:
+        """As `route`, for an exchange known to exist (dead-lettering)."""
         queues = self.queues
         remote = self.remote_queues
         if not exchange_name and not extra_routing_keys:
-            queue = queues.get(routing_key)
-            if queue is None and routing_key in remote:
-                self.routed_elsewhere = True
+            queue: ClassicQueue | RemoteQueue | None = queues.get(routing_key)
+            if queue is None:
+                queue = remote.get(routing_key)
             return [queue] if queue is not None else []
-        headers = message.properties.headers if message.has_flags else None
         if remote:
             known = _AnyQueue(queues, remote)
             names = route(
                 self.exchanges, exchange_name, routing_key, headers, known, extra_routing_keys
             )
-            found = [queues[name] for name in names if name in queues]
-            if len(found) < len(names):
-                self.routed_elsewhere = True
-            return found
+            return [queues[name] if name in queues else remote[name] for name in names]
         names = route(
             self.exchanges, exchange_name, routing_key, headers, queues, extra_routing_keys
         )
         return [queues[name] for name in names]
+
+    def forward(self, queues: list[RemoteQueue], message: Message) -> None:
+        """Send `message` to remote queues without waiting for their home nodes to take it
+        (dead-lettering, as RabbitMQ's, does not confirm)."""
+        links = self.links
+        if links is None:
+            return
+        for home, names in by_home_node(queues).items():
+            link = links.link(home)
+            if link.up:
+                link.publish(self.name, names, message, None, 0)
 
 
 class _AnyQueue:

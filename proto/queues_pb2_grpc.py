@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from proto import queues_pb2 as proto_dot_queues__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -33,14 +34,30 @@ class QueuesStub:
         Args:
             channel: A grpc.Channel.
         """
+        self.Link = channel.stream_stream(
+                '/leveret.queues.Queues/Link',
+                request_serializer=proto_dot_queues__pb2.Up.SerializeToString,
+                response_deserializer=proto_dot_queues__pb2.Down.FromString,
+                _registered_method=True)
 
 
 class QueuesServicer:
     """Missing associated documentation comment in .proto file."""
 
+    def Link(self, request_iterator, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_QueuesServicer_to_server(servicer, server):
     rpc_method_handlers = {
+            'Link': grpc.stream_stream_rpc_method_handler(
+                    servicer.Link,
+                    request_deserializer=proto_dot_queues__pb2.Up.FromString,
+                    response_serializer=proto_dot_queues__pb2.Down.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'leveret.queues.Queues', rpc_method_handlers)
@@ -51,3 +68,30 @@ def add_QueuesServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class Queues:
     """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def Link(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/leveret.queues.Queues/Link',
+            proto_dot_queues__pb2.Up.SerializeToString,
+            proto_dot_queues__pb2.Down.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

@@ -27,6 +27,8 @@ from .broker_mirror import BrokerMirror
 from .definitions_import import import_command
 from .local_report import broker_report
 from .metadata_store import ClusterMetadata
+from .queue_link import QueueLinks
+from .queue_service import QueuesServicer
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +46,13 @@ class ClusterPlugin:
         except SecretError as error:
             raise StartupError(EX_CONFIG, str(error)) from None
         self._broker = broker
+        self._queues = QueuesServicer(broker)
         self.service = ClusterService(
-            settings, report_source=lambda: broker_report(broker, settings.data_dir)
+            settings,
+            report_source=lambda: broker_report(broker, settings.data_dir),
+            services=[self._queues.install],
         )
+        self._links: QueueLinks | None = None
         self._management = ClusterManagement(self.service, lambda: broker.config.cluster_name)
         self.shared = ClusterMetadata(self.service)
         self._mirror = BrokerMirror(broker, self.shared, lambda: self.service.metadata)
@@ -70,6 +76,8 @@ class ClusterPlugin:
             self._broker.share_metadata(self.shared)
             self._write_marker()
         await self.service.start()
+        self._links = QueueLinks(self.service.address_of, self.service.peers)
+        self._broker.link_queues(self._links)
         attach_cluster(self._broker, self._management)
         if self.shares_definitions:
             self._mirror.rebuild()
@@ -84,6 +92,9 @@ class ClusterPlugin:
             self._catch_up.cancel()
             await asyncio.gather(self._catch_up, return_exceptions=True)
         await self.shared.stop()
+        self._broker.link_queues(None)
+        if self._links is not None:
+            await self._links.close()
         detach_cluster(self._broker)
         self._management.close()
         await self.service.stop()

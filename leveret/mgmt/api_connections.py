@@ -136,9 +136,9 @@ def _consumers(ctx: Context, vhosts: list[str]) -> Reply:
     for name in vhosts:
         for queue in ctx.broker.vhosts[name].queues.values():
             for consumer in queue.consumers:
-                channel = consumer.sink
-                session = getattr(channel, "session", None)
-                if session is not None and not sees_user_objects(ctx.caller, session.username):
+                session = getattr(consumer.sink, "session", None)
+                username = getattr(session, "username", None)
+                if username is not None and not sees_user_objects(ctx.caller, username):
                     continue
                 items.append(consumer_json(consumer, ctx.state, _node(ctx)))
     return ok(list_response(items, ctx.query, pageable=False, default_sort=()))

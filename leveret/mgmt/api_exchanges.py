@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..amqp.errors import AMQPError
 from ..declare_rules import BASIC_PUBLISH, EXCHANGE_DECLARE, EXCHANGE_DELETE
+from ..queues.classic import ClassicQueue
+from ..queues.remote import RemoteQueue
 from . import shared_writes
 from .access import login_vhosts
 from .api_queues import check_permission, truthy
@@ -150,8 +152,11 @@ def publish(ctx: Context) -> Reply:
     except AMQPError as error:
         # RabbitMQ reports a failed publish with the whole reply text, code included.
         raise bad_request(str(error)) from None
+    remote = [queue for queue in queues if type(queue) is RemoteQueue]
+    if remote:
+        vhost.forward(remote, message)
     for queue in queues:
-        if not queue.deleted:
+        if type(queue) is ClassicQueue and not queue.deleted:
             queue.publish(message)
     return ok({"routed": bool(queues)})
 

@@ -113,9 +113,13 @@ def channel_json(channel: Channel, state: ManagementState, node: str) -> dict[st
 
 
 def consumer_json(consumer: Consumer, state: ManagementState, node: str) -> dict[str, Any]:
-    channel: Channel = consumer.sink  # type: ignore[assignment]
-    session = channel.session
     queue = consumer.queue
+    client_node = getattr(consumer.sink, "client_node", None)
+    if client_node is not None:
+        # A consumer whose client is on another node: that node knows its channel.
+        details = {"node": client_node}
+    else:
+        details = _channel_details(consumer.sink, state, node)  # type: ignore[arg-type]
     active = not queue.single_active_consumer or queue.active_consumer() is consumer
     if not queue.single_active_consumer:
         status = "up"
@@ -128,17 +132,22 @@ def consumer_json(consumer: Consumer, state: ManagementState, node: str) -> dict
         "ack_required": not consumer.no_ack,
         "active": active,
         "activity_status": status,
-        "channel_details": {
-            "connection_name": connection_name(session, state),
-            "name": channel_name(channel, state),
-            "node": node,
-            "number": channel.number,
-            "peer_host": session.peer[0],
-            "peer_port": session.peer[1],
-            "user": session.username,
-        },
+        "channel_details": details,
         "consumer_tag": consumer.tag,
         "exclusive": consumer.exclusive,
         "prefetch_count": consumer.prefetch,
         "queue": {"name": queue.name, "vhost": queue.vhost},
+    }
+
+
+def _channel_details(channel: Channel, state: ManagementState, node: str) -> dict[str, Any]:
+    session = channel.session
+    return {
+        "connection_name": connection_name(session, state),
+        "name": channel_name(channel, state),
+        "node": node,
+        "number": channel.number,
+        "peer_host": session.peer[0],
+        "peer_port": session.peer[1],
+        "user": session.username,
     }

@@ -12,10 +12,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from ..queues.classic import ClassicQueue
+
 if TYPE_CHECKING:
     from ..broker import Broker
     from ..message import Message
-    from ..queues.classic import ClassicQueue
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +130,8 @@ class QueueReader:
         for session in list(broker.sessions):
             for channel in list(session.channels.values()):
                 for queue, entry, _consumer in channel.unacked.values():
+                    if not isinstance(queue, ClassicQueue):
+                        continue  # a remote queue's home node counts its unacknowledged ones
                     record = held.get(queue)
                     if record is None:
                         record = held[queue] = _Held()

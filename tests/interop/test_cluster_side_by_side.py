@@ -1,9 +1,7 @@
 """The same cross-node scenarios on a 3-node RabbitMQ cluster and a 3-node Leveret cluster.
 
 A queue lives on node A; clients use it through B and C. RabbitMQ's transcripts are also pinned
-here as written, so a change on either side shows. On Leveret these are known to fail until
-messages cross nodes (transparent routing): strict expected failures, which turn into errors the
-day they pass, so that the mark is then removed.
+here as written, so a change on either side shows.
 """
 
 from __future__ import annotations
@@ -288,9 +286,6 @@ def test_rabbitmq_cluster_answers_as_written(
     assert _run(rabbitmq_three, scenario) == EXPECTED[scenario]
 
 
-@pytest.mark.xfail(
-    reason="messages do not cross Leveret's nodes yet (transparent routing)", strict=True
-)
 @pytest.mark.parametrize("scenario", list(EXPECTED), ids=lambda s: s.__name__)
 def test_leveret_cluster_answers_as_rabbitmq(
     scenario: Callable[[ThreeNodes], Transcript], leveret_three: LeveretThree

@@ -1,0 +1,313 @@
+"""The home node's side of one link: another node's clients using this node's queues.
+
+Batches from the link are applied in order: publishes go into local queues (confirmed back in
+order, after the fsync when one was needed), consumers become ordinary consumers of the queues
+whose sink is this session, and settlements and requests act on the queues. What goes back is
+gathered into one batch per turn of the event loop. When the link ends, every delivery not
+settled on it is requeued and its consumers go, as when a channel closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from proto import queues_pb2
+
+from ..amqp.errors import AMQPError, ReplyCode
+from ..amqp.fields import decode_table
+from ..message import Message
+from ..queues.classic import REJECTED, STORED, ClassicQueue
+from ..queues.consumer import Consumer
+from ..queues.entry import QueueEntry
+from ..queues.remote import Outcome, RequestKind
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+
+log = logging.getLogger(__name__)
+
+# A delivery sent on the link and not yet settled: its queue, entry and consumer (None: a get).
+_Unsettled = tuple[ClassicQueue, QueueEntry, Consumer | None]
+
+
+class LinkedConsumer:
+    """The sink of a consumer whose client is on another node: deliveries go into the link."""
+
+    __slots__ = ("credit", "id", "session")
+
+    def __init__(self, session: HomeSession, consumer_id: int, credit: int) -> None:
+        self.session = session
+        self.id = consumer_id
+        self.credit = credit
+
+    @property
+    def client_node(self) -> str:
+        """The node of the consumer's client (what the management API shows of its channel)."""
+        return self.session.peer
+
+    def can_deliver(self) -> bool:
+        return self.credit > 0 and self.session.open
+
+    def write_blocked(self) -> bool:
+        return self.credit <= 0
+
+    def deliver(self, consumer: Consumer, queue: ClassicQueue, entry: QueueEntry) -> None:
+        self.credit -= 1
+        self.session.send_delivery(self.id, queue, entry, consumer)
+
+    def consumer_cancelled_by_node(self, consumer: Consumer) -> None:
+        self.session.consumer_gone(self.id)
+
+
+class HomeSession:
+    """Applies one link's batches to this node's queues and gathers what goes back."""
+
+    def __init__(self, broker: Broker, peer: str, send: Callable[[queues_pb2.Down], None]) -> None:
+        self.broker = broker
+        self.peer = peer
+        self.open = True
+        self._send = send
+        self._consumers: dict[int, Consumer] = {}
+        self._unsettled: dict[int, _Unsettled] = {}
+        self._next_delivery = 1
+        self._out = queues_pb2.Down()
+        self._flush_scheduled = False
+        # Publishes are confirmed in order: the highest taken so far, those refused, and how
+        # many fsyncs are still awaited before the next confirm may go.
+        self._taken_upto = 0
+        self._refused: list[int] = []
+        self._syncs_pending = 0
+
+    # --- the link's batches -------------------------------------------------------------------
+
+    def receive(self, up: queues_pb2.Up) -> None:
+        if up.publishes:
+            self._publish(up.publishes)
+        for subscribe in up.subscribes:
+            self._subscribe(subscribe)
+        for credit in up.credits:
+            self._grant(credit.consumer, credit.credit)
+        for settle in up.settles:
+            self._settle(Outcome(settle.outcome), settle.deliveries)
+        for cancel in up.cancels:
+            self._cancel(cancel.consumer)
+        for request in up.requests:
+            self._request(request)
+
+    def close(self) -> None:
+        """The link ended: its consumers go, and what it had not settled is requeued."""
+        if not self.open:
+            return
+        self.open = False
+        consumers, self._consumers = self._consumers, {}
+        unsettled, self._unsettled = self._unsettled, {}
+        by_queue: dict[ClassicQueue, list[QueueEntry]] = {}
+        for queue, entry, consumer in unsettled.values():
+            if consumer is not None:
+                consumer.in_flight -= 1
+            by_queue.setdefault(queue, []).append(entry)
+        for queue, entries in by_queue.items():
+            if not queue.deleted:
+                queue.requeue(entries)
+        for consumer in consumers.values():
+            consumer.queue.remove_consumer(consumer)
+
+    # --- publishing ---------------------------------------------------------------------------
+
+    def _publish(self, publishes: Any) -> None:
+        needs_sync = False
+        upto = 0
+        for publish in publishes:
+            upto = publish.seq
+            vhost = self.broker.vhosts.get(publish.vhost)
+            if vhost is None:
+                continue
+            message = Message(publish.exchange, publish.routing_key, publish.header, publish.body)
+            outcome = 0
+            for name in publish.queues:
+                queue = vhost.queues.get(name)
+                if queue is not None and not queue.deleted:
+                    outcome |= queue.publish(message)
+            if outcome & STORED:
+                needs_sync = True
+            if outcome & REJECTED:
+                self._refused.append(publish.seq)
+        stores = self.broker.stores
+        if needs_sync and stores is not None:
+            self._syncs_pending += 1
+            stores.committer.call_when_durable(lambda error: self._synced(upto, error))
+        elif not self._syncs_pending:
+            self._confirm(upto)
+
+    def _synced(self, upto: int, error: BaseException | None) -> None:
+        self._syncs_pending -= 1
+        if not self.open:
+            return
+        if error is not None:
+            # Not on disk: the link breaks, and the other node nacks what it had not confirmed.
+            log.error("could not make messages from %s durable: %s", self.peer, error)
+            self.open = False
+            return
+        self._confirm(upto)
+
+    def _confirm(self, upto: int) -> None:
+        if upto <= self._taken_upto:
+            return
+        self._taken_upto = upto
+        confirm = self._out.confirms.add()
+        confirm.upto = upto
+        if self._refused:
+            confirm.refused.extend(self._refused)
+            self._refused.clear()
+        self._schedule_flush()
+
+    # --- consumers ----------------------------------------------------------------------------
+
+    def _subscribe(self, subscribe: queues_pb2.Subscribe) -> None:
+        answer = self._out.subscribed.add()
+        answer.consumer = subscribe.consumer
+        self._schedule_flush()
+        try:
+            queue = self._queue(subscribe.vhost, subscribe.queue)
+            if queue.has_exclusive_consumer() or (subscribe.exclusive and queue.consumer_count):
+                raise AMQPError(
+                    ReplyCode.ACCESS_REFUSED,
+                    f"queue '{queue.name}' in vhost '{queue.vhost}' in exclusive use",
+                )
+        except AMQPError as error:
+            answer.code, answer.text = error.code, error.text
+            return
+        arguments = decode_table(subscribe.arguments, 0)[0] if subscribe.arguments else {}
+        sink = LinkedConsumer(self, subscribe.consumer, subscribe.credit)
+        consumer = Consumer(
+            subscribe.tag,
+            sink,
+            queue,
+            no_ack=subscribe.no_ack,
+            exclusive=subscribe.exclusive,
+            priority=subscribe.priority,
+            prefetch=subscribe.prefetch,
+            arguments=arguments,
+        )
+        self._consumers[subscribe.consumer] = consumer
+        queue.add_consumer(consumer)
+
+    def _grant(self, consumer_id: int, credit: int) -> None:
+        consumer = self._consumers.get(consumer_id)
+        if consumer is not None:
+            consumer.sink.credit += credit  # type: ignore[attr-defined]
+            consumer.queue.dispatch()
+
+    def _cancel(self, consumer_id: int) -> None:
+        consumer = self._consumers.pop(consumer_id, None)
+        if consumer is not None:
+            consumer.queue.remove_consumer(consumer)
+
+    def consumer_gone(self, consumer_id: int) -> None:
+        """Its queue was deleted: the other node cancels it towards its client."""
+        if self._consumers.pop(consumer_id, None) is not None and self.open:
+            self._out.cancelled.add().consumer = consumer_id
+            self._schedule_flush()
+
+    def send_delivery(
+        self, consumer_id: int, queue: ClassicQueue, entry: QueueEntry, consumer: Consumer | None
+    ) -> None:
+        delivery = self._out.deliveries.add()
+        self._fill(delivery, queue, entry, consumer, consumer is not None and consumer.no_ack)
+        delivery.consumer = consumer_id
+        self._schedule_flush()
+
+    def _fill(
+        self,
+        delivery: queues_pb2.Delivery,
+        queue: ClassicQueue,
+        entry: QueueEntry,
+        consumer: Consumer | None,
+        settled: bool,
+    ) -> None:
+        if not settled:
+            delivery_id = self._next_delivery
+            self._next_delivery = delivery_id + 1
+            self._unsettled[delivery_id] = (queue, entry, consumer)
+            delivery.id = delivery_id
+        message = entry.message
+        delivery.redelivered = entry.redelivered
+        delivery.exchange = message.exchange
+        delivery.routing_key = message.routing_key
+        delivery.header = message.header
+        delivery.body = message.body
+
+    # --- settling -----------------------------------------------------------------------------
+
+    def _settle(self, outcome: Outcome, deliveries: Any) -> None:
+        unsettled = self._unsettled
+        touched: dict[ClassicQueue, list[QueueEntry]] = {}
+        for delivery_id in deliveries:
+            record = unsettled.pop(delivery_id, None)
+            if record is None:
+                continue
+            queue, entry, consumer = record
+            if consumer is not None:
+                consumer.in_flight -= 1
+            if queue.deleted:
+                continue
+            if outcome is Outcome.ACK:
+                queue.settle(entry)
+            elif outcome is Outcome.REJECT:
+                queue.reject(entry)
+            touched.setdefault(queue, []).append(entry)
+        for queue, entries in touched.items():
+            if outcome is Outcome.REQUEUE:
+                queue.requeue(entries)
+            elif not queue.deleted:
+                queue.dispatch()
+
+    # --- requests -----------------------------------------------------------------------------
+
+    def _request(self, request: queues_pb2.Request) -> None:
+        reply = self._out.replies.add()
+        reply.id = request.id
+        self._schedule_flush()
+        try:
+            queue = self._queue(request.vhost, request.queue)
+        except AMQPError as error:
+            reply.code, reply.text = error.code, error.text
+            return
+        kind = request.kind
+        if kind == RequestKind.GET:
+            queue.touch()
+            entry = queue.get(request.no_ack)
+            if entry is not None:
+                reply.has_delivery = True
+                self._fill(reply.delivery, queue, entry, None, request.no_ack)
+        elif kind == RequestKind.PURGE:
+            reply.message_count = queue.purge()
+            return
+        elif kind == RequestKind.STATUS:
+            queue.touch()
+        reply.message_count = queue.message_count
+        reply.consumer_count = queue.consumer_count
+
+    def _queue(self, vhost_name: str, name: str) -> ClassicQueue:
+        vhost = self.broker.vhosts.get(vhost_name)
+        queue = vhost.queues.get(name) if vhost is not None else None
+        if queue is None or queue.deleted:
+            raise AMQPError(ReplyCode.NOT_FOUND, f"no queue '{name}' in vhost '{vhost_name}'")
+        return queue
+
+    # --- sending back -------------------------------------------------------------------------
+
+    def _schedule_flush(self) -> None:
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if not self.open:
+            return
+        out, self._out = self._out, queues_pb2.Down()
+        self._send(out)

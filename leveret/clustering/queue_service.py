@@ -1,0 +1,74 @@
+"""The Queues gRPC service: each Link stream from another node becomes a HomeSession here."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+import grpc
+
+from cluster.transport import caller_of
+from proto import queues_pb2, queues_pb2_grpc
+
+from .home_session import HomeSession
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+
+log = logging.getLogger(__name__)
+
+
+class QueuesServicer(queues_pb2_grpc.QueuesServicer):  # type: ignore[misc]
+    """Serves this node's queues to the other nodes' clients."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    def install(self, server: grpc.aio.Server) -> None:
+        queues_pb2_grpc.add_QueuesServicer_to_server(self, server)
+
+    async def Link(  # gRPC's method name
+        self, request_iterator: AsyncIterator[queues_pb2.Up], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[queues_pb2.Down]:
+        peer = caller_of(context).node
+        outbox: deque[queues_pb2.Down] = deque()
+        ready = asyncio.Event()
+
+        def send(down: queues_pb2.Down) -> None:
+            outbox.append(down)
+            ready.set()
+
+        session = HomeSession(self._broker, peer, send)
+        reader = asyncio.get_running_loop().create_task(
+            _read(request_iterator, session, ready), name=f"queue-link-from-{peer}"
+        )
+        try:
+            while session.open and not reader.done():
+                while outbox:
+                    yield outbox.popleft()
+                ready.clear()
+                if not outbox and session.open and not reader.done():
+                    await ready.wait()
+        finally:
+            session.close()
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+
+
+async def _read(
+    batches: AsyncIterator[queues_pb2.Up], session: HomeSession, ended: asyncio.Event
+) -> None:
+    try:
+        async for up in batches:
+            session.receive(up)
+    except asyncio.CancelledError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a link that breaks however ends the same way
+        log.info("queue link from %s ended: %s", session.peer, error)
+    finally:
+        ended.set()

@@ -1,0 +1,120 @@
+"""A remote queue as one channel uses it: deliveries from its home node, settled back over the link.
+
+The channel keeps treating it as a queue: a consumer's `queue`, the queue of an unacknowledged
+delivery. Deliveries the channel cannot take yet (its socket is full, a global prefetch is
+reached) wait here; credit goes back to the home node only for those written out, so the home
+node never has more than `CREDIT_WINDOW` of them on the way.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+from .remote import HomeLink, Outcome
+
+if TYPE_CHECKING:
+    from .consumer import Consumer
+    from .entry import QueueEntry
+
+# Deliveries the home node may send a consumer ahead of what its channel wrote out.
+CREDIT_WINDOW = 1000
+_CREDIT_BATCH = CREDIT_WINDOW // 4
+
+
+class RemoteQueueHandle:
+    """A remote queue seen through one link session: one consumer of it, or one basic.get."""
+
+    single_active_consumer = False  # the home node decides which consumer is active
+
+    def __init__(self, link: HomeLink, vhost: str, name: str) -> None:
+        self.link = link
+        self.vhost = vhost
+        self.name = name
+        # Deliveries name themselves by ids valid on one link session only.
+        self.generation = link.generation
+        self.consumer: Consumer | None = None
+        self.consumer_id = 0  # on the link, once subscribed
+        # Deliveries may come before the client heard consume-ok: they wait until then.
+        self.started = False
+        self.deleted = False
+        self._waiting: deque[QueueEntry] = deque()
+        self._written = 0  # deliveries written out since credit was last granted
+
+    # --- deliveries from the home node --------------------------------------------------------
+
+    def delivered(self, entry: QueueEntry) -> None:
+        consumer = self.consumer
+        if consumer is None:
+            self._give_back(entry)
+        elif self.started and not self._waiting and consumer.has_capacity():
+            self._deliver(consumer, entry)
+        else:
+            self._waiting.append(entry)
+
+    def cancelled_by_home(self) -> None:
+        """The queue is gone, or its home node: the client hears of it if it can."""
+        self.deleted = True
+        consumer, self.consumer = self.consumer, None
+        self._waiting.clear()  # the home node requeued them, or lost them with the queue
+        if consumer is not None:
+            consumer.sink.consumer_cancelled_by_node(consumer)
+
+    def start(self) -> None:
+        """The client has its consume-ok: deliveries may go to it."""
+        self.started = True
+        self.dispatch()
+
+    def dispatch(self) -> None:
+        """The channel can take more: hand over what waits."""
+        if not self.started:
+            return
+        consumer = self.consumer
+        waiting = self._waiting
+        while waiting and consumer is not None and consumer.has_capacity():
+            self._deliver(consumer, waiting.popleft())
+
+    def _deliver(self, consumer: Consumer, entry: QueueEntry) -> None:
+        if not consumer.no_ack:
+            consumer.in_flight += 1
+        consumer.sink.deliver(consumer, self, entry)  # type: ignore[arg-type]
+        self._written += 1
+        if self._written >= _CREDIT_BATCH and self._current():
+            self.link.grant(self.consumer_id, self._written)
+            self._written = 0
+
+    def _give_back(self, entry: QueueEntry) -> None:
+        if entry.seq and self._current():
+            self.link.settle(Outcome.REQUEUE, entry.seq)
+
+    def _current(self) -> bool:
+        return self.link.generation == self.generation and self.link.up
+
+    # --- what the channel does ----------------------------------------------------------------
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        """basic.cancel, or the channel closed: stop the home node's consumer."""
+        if self.consumer is not consumer:
+            return
+        self.consumer = None
+        waiting, self._waiting = self._waiting, deque()
+        if self._current():
+            if self.consumer_id:  # else cancelled once the home node names it (channel.py)
+                self.link.cancel(self.consumer_id)
+            for entry in waiting:
+                self._give_back(entry)
+
+    def settle(self, entry: QueueEntry) -> None:
+        if self._current():
+            self.link.settle(Outcome.ACK, entry.seq)
+
+    def reject(self, entry: QueueEntry) -> None:
+        if self._current():
+            self.link.settle(Outcome.REJECT, entry.seq)
+
+    def requeue(self, entries: list[QueueEntry]) -> None:
+        for entry in entries:
+            self._give_back(entry)
+
+    def active_consumer(self) -> Consumer | None:
+        return self.consumer
