@@ -247,27 +247,29 @@ class QueueLink:
     # --- the stream ---------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        for attempt in itertools.count():
-            broke = await self._connect_and_serve()
-            if broke:
-                self._fail()
-            delay = _RETRY_SECONDS[min(attempt, len(_RETRY_SECONDS) - 1)]
-            await asyncio.sleep(delay)
+        failures = 0  # in a row, for the backoff
+        while True:
+            try:
+                await self._connect_and_serve()
+            except Exception:
+                log.exception("queue link to %s failed", self.node)
+            failures = 0 if self._state is _State.UP else failures + 1
+            self._state = _State.DOWN
+            self._fail()
+            await asyncio.sleep(_RETRY_SECONDS[min(failures, len(_RETRY_SECONDS) - 1)])
             self._state = _State.CONNECTING
 
-    async def _connect_and_serve(self) -> bool:
-        """One stream, until it breaks; True when something was lost with it."""
+    async def _connect_and_serve(self) -> None:
+        """One stream, until it breaks."""
         address = self._address_of(self.node)
         if address is None:
-            self._state = _State.DOWN
-            return True
+            return
         try:
             call, channel = self._open_stream(address)
             await asyncio.wait_for(channel.channel_ready(), _CONNECT_SECONDS)
         except (TimeoutError, grpc.aio.AioRpcError) as error:
             log.info("queues of node %s are unreachable: %s", self.node, error)
-            self._state = _State.DOWN
-            return True
+            return
         self._state = _State.UP
         writer = asyncio.get_running_loop().create_task(self._write(call))
         try:
@@ -278,11 +280,9 @@ class QueueLink:
             log.info("queue link to %s broke: %s", self.node, error.code())
         finally:
             writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
+            with contextlib.suppress(asyncio.CancelledError):
                 await writer
             call.cancel()
-        self._state = _State.DOWN
-        return True
 
     async def _write(self, call: Any) -> None:
         outbox = self._outbox
@@ -290,7 +290,12 @@ class QueueLink:
             while not outbox:
                 self._outbox_ready.clear()
                 await self._outbox_ready.wait()
-            await call.write(outbox.popleft())
+            try:
+                await call.write(outbox.popleft())
+            except Exception as error:  # noqa: BLE001 - the stream broke; the reader ends it
+                log.info("queue link to %s could not write: %r", self.node, error)
+                call.cancel()
+                return
             if self.throttled and len(outbox) <= _RELIEVED_BATCHES:
                 throttled, self.throttled = self.throttled, set()
                 for publisher in throttled:

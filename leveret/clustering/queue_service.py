@@ -68,7 +68,9 @@ async def _read(
             session.receive(up)
     except asyncio.CancelledError:
         raise
-    except Exception as error:  # noqa: BLE001 - a link that breaks however ends the same way
-        log.info("queue link from %s ended: %s", session.peer, error)
+    except grpc.aio.AioRpcError as error:
+        log.info("queue link from %s ended: %s", session.peer, error.code())
+    except Exception:
+        log.exception("queue link from %s failed", session.peer)
     finally:
         ended.set()
