@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .placement import CONFIGURABLE_LOCATORS
 from .store.disk_monitor import parse_disk_free_limit
 
 ENV_PREFIX = "LEVERET_"
@@ -56,6 +57,7 @@ class Config:
     # Free disk space below which publishers are blocked (RabbitMQ's disk_free_limit).
     disk_free_limit: str = "50MB"
     log_level: str = "info"
+    queue_leader_locator: str = "client-local"
     log_format: str = "text"
     log_file: str | None = None
 
@@ -304,6 +306,12 @@ SETTINGS: dict[str, Setting] = {
         "memory use above which publishers are blocked",
     ),
     "disk_free_limit": Setting(_size, _SIZE, "free disk space below which publishers are blocked"),
+    "queue_leader_locator": Setting(
+        _one_of(CONFIGURABLE_LOCATORS),
+        " | ".join(CONFIGURABLE_LOCATORS),
+        "where new queues live by default: the declaring client's node, or the node with the "
+        "fewest queues",
+    ),
     "log_level": Setting(
         _one_of(LOG_LEVELS),
         " | ".join(LOG_LEVELS),

@@ -49,7 +49,12 @@ def exchange_decl(record: Record) -> rules.ExchangeDecl:
 
 
 def declare_queue(
-    vhost: str, name: str, decl: rules.QueueDecl, owner: str | None, home_node: str
+    vhost: str,
+    name: str,
+    decl: rules.QueueDecl,
+    owner: str | None,
+    home_node: str,
+    home_run: str = RUN_ID,
 ) -> Command:
     return {
         "op": "declare_queue",
@@ -62,7 +67,7 @@ def declare_queue(
         "argument_types": dict(decl.argument_types or {}),
         "home_node": home_node,
         # Which run of the home node declared it: a non-durable queue ends with that run.
-        "home_run": RUN_ID,
+        "home_run": home_run,
     }
 
 

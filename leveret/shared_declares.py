@@ -10,15 +10,18 @@ RabbitMQ's for a metadata store timeout: 541 INTERNAL_ERROR, which closes the co
 
 from __future__ import annotations
 
+import itertools
 import logging
 from typing import TYPE_CHECKING, Any
 
 from . import declare_rules as rules
+from . import placement
 from . import shared_commands as commands
 from .amqp import methods as m
 from .amqp.errors import AMQPError, ReplyCode, precondition_failed
 from .amqp.fields import argument_types
 from .exchanges.base import Binding
+from .names import RUN_ID
 from .queues.remote import RemoteQueue, RequestKind
 from .shared_metadata import Command, MetadataUnavailable, Reply, SharedMetadata
 
@@ -251,9 +254,13 @@ def queue_declare(channel: Channel, shared: SharedMetadata, method: m.QueueDecla
         declared()
         return
     owner_tag = session.owner_tag if method.exclusive else None
-    command = commands.declare_queue(
-        vhost.name, name, requested.as_stored(), owner_tag, shared.node_name
+    # An exclusive queue stays with its connection; others go where their locator says.
+    home, run = (
+        (shared.node_name, RUN_ID)
+        if method.exclusive
+        else _place(channel, shared, name, method.arguments)
     )
+    command = commands.declare_queue(vhost.name, name, requested.as_stored(), owner_tag, home, run)
 
     async def decide() -> None:
         text = (
@@ -267,6 +274,36 @@ def queue_declare(channel: Channel, shared: SharedMetadata, method: m.QueueDecla
             check(commands.queue_decl(record), session if owner == session.owner_tag else owner)
 
     session.wait_then(channel, decide(), declared)
+
+
+def _place(
+    channel: Channel, shared: SharedMetadata, name: str, arguments: dict[str, Any]
+) -> tuple[str, str]:
+    """The home node of a new queue and that node's run: the x-queue-leader-locator argument,
+    else the queue-leader-locator policy key, else the node's configured default decides."""
+    broker, vhost = channel.session.broker, channel.vhost
+    policy = broker.registry.effective_policy("policy", vhost.name, "queue", name)
+    locator = (
+        arguments.get("x-queue-leader-locator")
+        or (policy.definition.get("queue-leader-locator") if policy is not None else None)
+        or broker.config.queue_leader_locator
+    )
+    if isinstance(locator, bytes):
+        locator = locator.decode("utf-8", "replace")
+    if locator == placement.CLIENT_LOCAL:
+        return shared.node_name, RUN_ID
+    running = shared.running_nodes()
+    vhosts = list(broker.vhosts.values())
+    homes = itertools.chain.from_iterable(
+        itertools.chain(
+            itertools.repeat(shared.node_name, len(each.queues)),
+            (queue.home_node for queue in each.remote_queues.values()),
+        )
+        for each in vhosts
+    )
+    count = sum(len(each.queues) + len(each.remote_queues) for each in vhosts)
+    home = placement.home_node(locator, shared.node_name, sorted(running), homes, count)
+    return home, running[home]
 
 
 def queue_delete(

@@ -34,6 +34,11 @@ class SharedMetadata(Protocol):
         """This node's name: the home node of the queues its clients declare."""
         ...
 
+    def running_nodes(self) -> dict[str, str]:
+        """The nodes that can home a new queue now, each with the run it is in (this node's
+        included): candidates for placement."""
+        ...
+
     def submit(self, command: Command) -> Awaitable[Reply]:
         """Decide `command`; the reply arrives once this node's model reflects it.
 

@@ -31,18 +31,20 @@ class QueueCounters(_message.Message):
     def __init__(self, vhost: _Optional[str] = ..., name: _Optional[str] = ..., messages: _Optional[int] = ..., messages_unacknowledged: _Optional[int] = ..., consumers: _Optional[int] = ...) -> None: ...
 
 class NodeReport(_message.Message):
-    __slots__ = ("version", "alarms", "memory_used", "disk_free", "queues")
+    __slots__ = ("version", "alarms", "memory_used", "disk_free", "queues", "run")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ALARMS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_USED_FIELD_NUMBER: _ClassVar[int]
     DISK_FREE_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
+    RUN_FIELD_NUMBER: _ClassVar[int]
     version: int
     alarms: _containers.RepeatedScalarFieldContainer[str]
     memory_used: int
     disk_free: int
     queues: _containers.RepeatedCompositeFieldContainer[QueueCounters]
-    def __init__(self, version: _Optional[int] = ..., alarms: _Optional[_Iterable[str]] = ..., memory_used: _Optional[int] = ..., disk_free: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[QueueCounters, _Mapping]]] = ...) -> None: ...
+    run: str
+    def __init__(self, version: _Optional[int] = ..., alarms: _Optional[_Iterable[str]] = ..., memory_used: _Optional[int] = ..., disk_free: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[QueueCounters, _Mapping]]] = ..., run: _Optional[str] = ...) -> None: ...
 
 class MemberState(_message.Message):
     __slots__ = ("name", "status", "incarnation", "report", "has_report")

@@ -25,12 +25,14 @@ class NodeReport:
     memory_used: int = 0
     disk_free: int = 0
     queues: tuple[QueueCounters, ...] = ()
+    run: str = ""  # which run of the node (a new one at each start)
 
     def same_content(self, other: NodeReport) -> bool:
         """Whether `other` says the same, whatever its version."""
-        return (self.alarms, self.memory_used, self.disk_free, self.queues) == (
+        return (self.alarms, self.memory_used, self.disk_free, self.queues, self.run) == (
             other.alarms,
             other.memory_used,
             other.disk_free,
             other.queues,
+            other.run,
         )

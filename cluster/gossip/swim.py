@@ -158,7 +158,7 @@ class Swim:
             return
         version = (own.report.version if own.report else 0) + 1
         fresh = NodeReport(
-            version, report.alarms, report.memory_used, report.disk_free, report.queues
+            version, report.alarms, report.memory_used, report.disk_free, report.queues, report.run
         )
         self._set(MemberState(self.own_name, MemberStatus.ALIVE, own.incarnation, fresh), now)
 

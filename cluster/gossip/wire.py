@@ -37,6 +37,7 @@ def _encode(state: MemberState) -> gossip_pb2.MemberState:
         item.report.alarms.extend(report.alarms)
         item.report.memory_used = report.memory_used
         item.report.disk_free = report.disk_free
+        item.report.run = report.run
         item.report.queues.extend(
             gossip_pb2.QueueCounters(
                 vhost=queue.vhost,
@@ -63,5 +64,6 @@ def _decode(item: gossip_pb2.MemberState) -> MemberState:
                 QueueCounters(q.vhost, q.name, q.messages, q.messages_unacknowledged, q.consumers)
                 for q in wire.queues
             ),
+            run=wire.run,
         )
     return MemberState(item.name, _FROM_WIRE[item.status], item.incarnation, report)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster.gossip.report import NodeReport, QueueCounters
+from leveret.names import RUN_ID
 from leveret.server.memory_monitor import resident_bytes
 from leveret.store.disk_monitor import free_bytes_of
 
@@ -41,4 +42,5 @@ def broker_report(broker: Any, data_dir: Path) -> NodeReport:
         memory_used=resident_bytes() // _ROUNDING * _ROUNDING,
         disk_free=disk_free,
         queues=tuple(queues),
+        run=RUN_ID,
     )

@@ -8,7 +8,9 @@ from collections import deque
 from typing import Any
 
 from cluster.errors import ClusterError
+from cluster.gossip.swim import MemberStatus
 from cluster.service import ClusterService
+from leveret.names import RUN_ID
 from leveret.shared_metadata import MetadataUnavailable
 
 log = logging.getLogger(__name__)
@@ -29,6 +31,20 @@ class ClusterMetadata:
     @property
     def node_name(self) -> str:
         return self._service.name
+
+    def running_nodes(self) -> dict[str, str]:
+        status = self._service.status()
+        running = {status.node: RUN_ID}
+        for name in status.known_nodes:
+            view = status.gossip.get(name)
+            if (
+                view is not None
+                and view.status is MemberStatus.ALIVE
+                and view.report is not None
+                and view.report.run
+            ):
+                running[name] = view.report.run
+        return running
 
     async def submit(self, command: dict[str, Any]) -> dict[str, Any]:
         try:

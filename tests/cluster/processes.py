@@ -87,14 +87,17 @@ class ClusterNode:
         """`cluster_status --formatter json`, read over HTTP (quicker than a ctl process)."""
         return dict(self.http("GET", "/api/cluster/status"))
 
-    def http(self, method: str, path: str) -> Any:
+    def http(self, method: str, path: str, body: Any = None) -> Any:
         assert self.process is not None
+        data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(
-            f"http://127.0.0.1:{self.process.ports['mgmt']}{path}", method=method
+            f"http://127.0.0.1:{self.process.ports['mgmt']}{path}", data=data, method=method
         )
         request.add_header("Authorization", "Basic " + base64.b64encode(b"guest:guest").decode())
+        request.add_header("Content-Type", "application/json")
         with urllib.request.urlopen(request, timeout=CTL_TIMEOUT_SECONDS) as response:
-            return json.loads(response.read())
+            answer = response.read()
+            return json.loads(answer) if answer else None
 
     def submit(self, command: dict[str, Any]) -> CtlResult:
         return self.ctl("submit_cluster_command", json.dumps(command))

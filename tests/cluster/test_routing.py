@@ -333,6 +333,56 @@ def test_kombu_puts_on_one_node_and_gets_on_another(three: Cluster) -> None:
     assert got == list(range(10))
 
 
+def _homes(node: ClusterNode) -> dict[str, str]:
+    return {queue["name"]: queue["node"] for queue in node.http("GET", "/api/queues")}
+
+
+def test_placement_client_local_balanced_and_by_policy(three: Cluster) -> None:
+    names = [node.name for node in three.nodes]
+    with connect(three, B) as conn:
+        channel = conn.channel()
+        channel.queue_declare("placed-local", arguments={"x-queue-leader-locator": "client-local"})
+        homes = _homes(three.nodes[A])
+        assert homes["placed-local"] == names[B]
+        for number in range(3):
+            # Each goes to the node with the fewest queues (the client's own node among equals).
+            counts = {name: list(homes.values()).count(name) for name in names}
+            fewest = min(counts.values())
+            expected = {name for name, count in counts.items() if count == fewest}
+            queue = f"placed-balanced-{number}"
+            channel.queue_declare(queue, arguments={"x-queue-leader-locator": "balanced"})
+            homes = _homes(three.nodes[A])
+            assert homes[queue] in expected
+            if names[B] in expected:
+                assert homes[queue] == names[B]
+        # Placed elsewhere, used from here: it is a queue like any other.
+        publish_confirmed(channel, "placed-balanced-0", [b"here"])
+        assert channel.basic_get("placed-balanced-0", auto_ack=True)[2] == b"here"
+        exclusive = channel.queue_declare(
+            "", exclusive=True, arguments={"x-queue-leader-locator": "balanced"}
+        ).method.queue
+        assert _homes(three.nodes[A])[exclusive] == names[B]
+
+    three.nodes[A].http(
+        "PUT",
+        "/api/policies/%2F/spread",
+        {"pattern": "^spread-", "definition": {"queue-leader-locator": "balanced"}},
+    )
+    try:
+        with connect(three, C) as conn:
+            channel = conn.channel()
+            homes = _homes(three.nodes[A])
+            counts = {name: list(homes.values()).count(name) for name in names}
+            channel.queue_declare("spread-1")
+            assert counts[_homes(three.nodes[A])["spread-1"]] == min(counts.values())
+    finally:
+        three.nodes[A].http("DELETE", "/api/policies/%2F/spread")
+
+    with connect(three, B) as conn, pytest.raises(pika.exceptions.ChannelClosedByBroker) as invalid:
+        conn.channel().queue_declare("placed-bad", arguments={"x-queue-leader-locator": "far"})
+    assert invalid.value.reply_code == 406
+
+
 def test_losing_the_home_node_cancels_remote_consumers_and_requeues_what_they_held() -> None:
     with running_cluster(3) as cluster:
         queue = "routing-home-lost"
