@@ -172,7 +172,7 @@ class Cancelled(_message.Message):
     def __init__(self, consumer: _Optional[int] = ...) -> None: ...
 
 class Reply(_message.Message):
-    __slots__ = ("id", "code", "text", "message_count", "consumer_count", "delivery", "has_delivery")
+    __slots__ = ("id", "code", "text", "message_count", "consumer_count", "delivery", "has_delivery", "unacked_count")
     ID_FIELD_NUMBER: _ClassVar[int]
     CODE_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
@@ -180,6 +180,7 @@ class Reply(_message.Message):
     CONSUMER_COUNT_FIELD_NUMBER: _ClassVar[int]
     DELIVERY_FIELD_NUMBER: _ClassVar[int]
     HAS_DELIVERY_FIELD_NUMBER: _ClassVar[int]
+    UNACKED_COUNT_FIELD_NUMBER: _ClassVar[int]
     id: int
     code: int
     text: str
@@ -187,7 +188,8 @@ class Reply(_message.Message):
     consumer_count: int
     delivery: Delivery
     has_delivery: bool
-    def __init__(self, id: _Optional[int] = ..., code: _Optional[int] = ..., text: _Optional[str] = ..., message_count: _Optional[int] = ..., consumer_count: _Optional[int] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ..., has_delivery: _Optional[bool] = ...) -> None: ...
+    unacked_count: int
+    def __init__(self, id: _Optional[int] = ..., code: _Optional[int] = ..., text: _Optional[str] = ..., message_count: _Optional[int] = ..., consumer_count: _Optional[int] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ..., has_delivery: _Optional[bool] = ..., unacked_count: _Optional[int] = ...) -> None: ...
 
 class Down(_message.Message):
     __slots__ = ("confirms", "deliveries", "subscribed", "cancelled", "replies")

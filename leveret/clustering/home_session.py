@@ -290,6 +290,7 @@ class HomeSession:
             queue.touch()
         reply.message_count = queue.message_count
         reply.consumer_count = queue.consumer_count
+        reply.unacked_count = queue.unacked
 
     def _queue(self, vhost_name: str, name: str) -> ClassicQueue:
         vhost = self.broker.vhosts.get(vhost_name)

@@ -335,6 +335,7 @@ class QueueLink:
                     reply.message_count,
                     reply.consumer_count,
                     _entry(reply.delivery) if reply.has_delivery else None,
+                    reply.unacked_count,
                 )
             )
 

@@ -6,8 +6,8 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ..amqp.errors import AMQPError
-from ..declare_rules import MAX_NAME_BYTES, QUEUE_DECLARE, not_found
-from . import shared_writes
+from ..declare_rules import MAX_NAME_BYTES, QUEUE_DECLARE, home_node_down, not_found
+from . import remote_queue_ops, shared_writes
 from .access import login_vhosts
 from .cluster_link import cluster_control
 from .context import (
@@ -29,6 +29,7 @@ from .remote_queue_view import remote_queue_json
 
 if TYPE_CHECKING:
     from ..queues.classic import ClassicQueue
+    from ..queues.remote import RemoteQueue
 
 _ACK_MODES = (
     "ack_requeue_true",
@@ -74,7 +75,7 @@ def check_permission(
         )
 
 
-def _list(ctx: Context, vhosts: list[str]) -> Reply:
+def _list(ctx: Context, vhosts: list[str]) -> Reply | Awaitable[Reply]:
     node = ctx.broker.config.node_name
     figures = ctx.state.figures()
     plain = truthy(ctx.query.get("disable_stats"))
@@ -87,27 +88,57 @@ def _list(ctx: Context, vhosts: list[str]) -> Reply:
             items.append(queue_basic_json(queue, figure, ctx.state, node, totals=totals))
         else:
             items.append(queue_json(queue, figure, ctx.state, node))
-    reports = cluster_control(ctx.broker)
-    for vhost_name in vhosts:
-        vhost = ctx.broker.vhosts.get(vhost_name)
-        for remote in vhost.remote_queues.values() if vhost is not None else ():
-            items.append(remote_queue_json(remote, reports, ctx.state, totals=totals or not plain))
-    return ok(list_response(items, ctx.query))
+    remotes = [
+        remote
+        for vhost_name in vhosts
+        if (vhost := ctx.broker.vhosts.get(vhost_name)) is not None
+        for remote in vhost.remote_queues.values()
+    ]
+    if not remotes:
+        return ok(list_response(items, ctx.query))
+
+    async def with_remote_queues() -> Reply:
+        reports = cluster_control(ctx.broker)
+        live = await remote_queue_ops.live_counts(ctx.broker, remotes)
+        for remote in remotes:
+            items.append(
+                remote_queue_json(
+                    remote,
+                    reports,
+                    ctx.state,
+                    totals=totals or not plain,
+                    live=live.get((remote.vhost, remote.name)),
+                )
+            )
+        return ok(list_response(items, ctx.query))
+
+    return with_remote_queues()
 
 
-def list_all(ctx: Context) -> Reply:
+def list_all(ctx: Context) -> Reply | Awaitable[Reply]:
     return _list(ctx, login_vhosts(ctx.broker, ctx.caller))
 
 
-def list_vhost(ctx: Context) -> Reply:
+def list_vhost(ctx: Context) -> Reply | Awaitable[Reply]:
     return _list(ctx, [ctx.vhost().name])
 
 
-def show(ctx: Context) -> Reply:
+def show(ctx: Context) -> Reply | Awaitable[Reply]:
     remote = ctx.vhost().remote_queues.get(ctx.param("name"))
     if remote is not None:
-        shown = remote_queue_json(remote, cluster_control(ctx.broker), ctx.state)
-        return ok(select_columns(shown, ctx.query.get("columns")))
+
+        async def show_remote() -> Reply:
+            assert remote is not None
+            live = await remote_queue_ops.live_counts(ctx.broker, [remote])
+            shown = remote_queue_json(
+                remote,
+                cluster_control(ctx.broker),
+                ctx.state,
+                live=live.get((remote.vhost, remote.name)),
+            )
+            return ok(select_columns(shown, ctx.query.get("columns")))
+
+        return show_remote()
     queue = _queue(ctx)
     figure = ctx.state.figure(queue)
     shown = queue_json(queue, figure, ctx.state, ctx.broker.config.node_name, detailed=True)
@@ -180,14 +211,34 @@ def _delete_shared(ctx: Context) -> Awaitable[Reply]:
     return shared_writes.delete_queue(ctx, vhost, name)
 
 
-def purge(ctx: Context) -> Reply:
+def purge(ctx: Context) -> Reply | Awaitable[Reply]:
+    remote = ctx.vhost().remote_queues.get(ctx.param("name"))
+    if remote is not None:
+        check_permission(ctx, "read", remote.vhost, remote.name, "queue")
+        return _on_home_node(ctx, remote, _purge_remote(ctx, remote))
     queue = _queue(ctx)
     check_permission(ctx, "read", queue.vhost, queue.name, "queue")
     queue.purge()
     return Reply(NO_CONTENT)
 
 
-def get_messages(ctx: Context) -> Reply:
+async def _purge_remote(ctx: Context, remote: RemoteQueue) -> Reply:
+    await remote_queue_ops.purge(ctx.broker, remote)
+    return Reply(NO_CONTENT)
+
+
+async def _on_home_node(ctx: Context, remote: RemoteQueue, work: Awaitable[Reply]) -> Reply:
+    """`work` on a remote queue; its home node's refusal, or its being down, as RabbitMQ's 404."""
+    try:
+        return await work
+    except remote_queue_ops.Unreachable:
+        down = home_node_down(remote.name, remote.vhost, remote.home_node, (0, 0))
+        raise ApiError(404, "not_found", down.reply_text) from None
+    except AMQPError as error:
+        raise from_amqp(error) from None
+
+
+def get_messages(ctx: Context) -> Reply | Awaitable[Reply]:
     """POST .../get: take up to `count` messages, then requeue or settle them per `ackmode`."""
     vhost = ctx.vhost()
     body = ctx.json_body()
@@ -202,6 +253,11 @@ def get_messages(ctx: Context) -> Reply:
     truncate = body.get("truncate")
     if truncate is not None and (not isinstance(truncate, int) or truncate < 0):
         raise bad_request("truncate should be a non-negative integer")
+    remote = vhost.remote_queues.get(ctx.param("name"))
+    if remote is not None:
+        check_permission(ctx, "read", remote.vhost, remote.name, "queue")
+        work = _get_remote(ctx, remote, count, ackmode, encoding, truncate)
+        return _on_home_node(ctx, remote, work)
     queue = vhost.queues.get(ctx.param("name"))
     if queue is None:
         # RabbitMQ reads through an AMQP channel here: a missing queue gets basic.get's reply text.
@@ -225,6 +281,26 @@ def get_messages(ctx: Context) -> Reply:
     else:
         for entry in taken:
             queue.settle(entry)
+    return ok(shown)
+
+
+async def _get_remote(
+    ctx: Context,
+    remote: RemoteQueue,
+    count: int,
+    ackmode: str,
+    encoding: str,
+    truncate: int | None,
+) -> Reply:
+    handle, taken = await remote_queue_ops.take(ctx.broker, remote, count)
+    shown = [message_json(entry, left, encoding, truncate) for entry, left in taken]
+    entries = [entry for entry, _ in taken]
+    if ackmode.endswith("requeue_true"):
+        handle.requeue(entries)
+    else:
+        settle = handle.reject if ackmode.startswith("reject") else handle.settle
+        for entry in entries:
+            settle(entry)
     return ok(shown)
 
 

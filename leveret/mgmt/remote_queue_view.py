@@ -1,7 +1,8 @@
 """A queue homed on another node of the cluster, as the management API shows it.
 
-Its definition comes from the replicated metadata; its counts are the soft state its home node
-gossips, so they lag a little. RabbitMQ shows the queue of a node that is down as "down".
+Its definition comes from the replicated metadata; its counts come from its home node, asked
+at the time, or else the soft state that node last gossiped. RabbitMQ shows the queue of a node
+that is down as "down".
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from .json_values import jsonable
 from .queue_view import effective_definition, policies_of
 
 if TYPE_CHECKING:
-    from ..queues.remote import RemoteQueue
+    from ..queues.remote import QueueStatus, RemoteQueue
     from .state import ManagementState
 
 
@@ -23,11 +24,23 @@ class QueueReports(Protocol):
 
 
 def remote_queue_json(
-    queue: RemoteQueue, reports: QueueReports | None, state: ManagementState, *, totals: bool = True
+    queue: RemoteQueue,
+    reports: QueueReports | None,
+    state: ManagementState,
+    *,
+    totals: bool = True,
+    live: QueueStatus | None = None,
 ) -> dict[str, Any]:
     running, counters = (
         reports.queue_report(queue.home_node, queue.vhost, queue.name) if reports else (False, {})
     )
+    if live is not None:
+        running = True
+        counters = {
+            "messages": live.message_count + live.unacked_count,
+            "messages_unacknowledged": live.unacked_count,
+            "consumers": live.consumer_count,
+        }
     policy, operator_policy = policies_of(state.registry, queue.vhost, "queue", queue.name)
     messages = counters.get("messages", 0)
     unacked = counters.get("messages_unacknowledged", 0)

@@ -64,6 +64,7 @@ class QueueStatus:
     message_count: int = 0
     consumer_count: int = 0
     delivery: QueueEntry | None = None  # a get's message; its seq names it for settling
+    unacked_count: int = 0
 
 
 class ConfirmWaiter(Protocol):

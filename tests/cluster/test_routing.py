@@ -47,6 +47,19 @@ def declare_on(cluster: Cluster, index: int, queue: str, **arguments: Any) -> No
         channel = conn.channel()
         channel.queue_delete(queue)
         channel.queue_declare(queue, **arguments)
+    # The other nodes apply a declaration a moment after the declaring node answers.
+    for other in range(len(cluster.nodes)):
+        if other != index:
+            wait_for(lambda other=other: _visible(cluster, other, queue), 10, 0.02)
+
+
+def _visible(cluster: Cluster, index: int, queue: str) -> bool:
+    with connect(cluster, index) as conn:
+        try:
+            conn.channel().queue_declare(queue, passive=True)
+        except pika.exceptions.ChannelClosedByBroker:
+            return False
+        return True
 
 
 def home_counts(node: ClusterNode, queue: str) -> tuple[int, int, int]:
@@ -331,6 +344,39 @@ def test_kombu_puts_on_one_node_and_gets_on_another(three: Cluster) -> None:
             message.ack()
         simple.close()
     assert got == list(range(10))
+
+
+def test_management_on_any_node_reads_and_changes_remote_queues(three: Cluster) -> None:
+    queue = "routing-mgmt"
+    declare_on(three, A, queue)
+    other = three.nodes[C]
+    with connect(three, B) as conn:
+        channel = conn.channel()
+        publish_confirmed(channel, queue, [b"m1", b"m2", b"m3"])
+        held = channel.basic_get(queue)[0]
+        # Counts come from the home node at once, not from its next gossip report.
+        shown = other.http("GET", f"/api/queues/%2F/{queue}")
+        assert (shown["messages_ready"], shown["messages_unacknowledged"]) == (2, 1)
+        assert shown["node"] == three.nodes[A].name and shown["state"] == "running"
+        listed = {q["name"]: q for q in other.http("GET", "/api/queues/%2F")}
+        assert listed[queue]["messages"] == 3
+        channel.basic_ack(held.delivery_tag)
+    peeked = other.http(
+        "POST",
+        f"/api/queues/%2F/{queue}/get",
+        {"count": 5, "ackmode": "ack_requeue_true", "encoding": "auto"},
+    )
+    assert [m["payload"] for m in peeked] == ["m2", "m3"]
+    assert [m["message_count"] for m in peeked] == [1, 0]
+    wait_home_counts(three.nodes[A], queue, (2, 0, 0))
+    taken = other.http(
+        "POST",
+        f"/api/queues/%2F/{queue}/get",
+        {"count": 1, "ackmode": "ack_requeue_false", "encoding": "auto"},
+    )
+    assert [m["payload"] for m in taken] == ["m2"] and taken[0]["redelivered"]
+    other.http("DELETE", f"/api/queues/%2F/{queue}/contents")
+    wait_home_counts(three.nodes[A], queue, (0, 0, 0))
 
 
 def _homes(node: ClusterNode) -> dict[str, str]:

@@ -1,0 +1,92 @@
+"""Management operations on queues homed on other nodes, through the links to their home nodes.
+
+Counts are asked of the home node when it answers in time; gossip's soft state stands in when
+it does not (the node is down or slow), as it did before queues could be reached."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from ..amqp.errors import AMQPError
+from ..queues.remote import LinkDown, QueueStatus, RequestKind
+from ..queues.remote_consumer import RemoteQueueHandle
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..queues.entry import QueueEntry
+    from ..queues.remote import HomeLink, RemoteQueue
+
+# How long a listing waits for home nodes before showing what gossip last said.
+LIVE_COUNTS_SECONDS = 2.0
+
+
+class Unreachable(Exception):
+    """The home node of the queue cannot answer."""
+
+
+def _link(broker: Broker, queue: RemoteQueue) -> HomeLink:
+    links = broker.links
+    link = links.link(queue.home_node) if links is not None else None
+    if link is None or not link.up:
+        raise Unreachable(queue.home_node)
+    return link
+
+
+async def _ask(broker: Broker, queue: RemoteQueue, kind: RequestKind) -> QueueStatus:
+    try:
+        return await _link(broker, queue).request(kind, queue.vhost, queue.name)
+    except LinkDown:
+        raise Unreachable(queue.home_node) from None
+
+
+async def live_counts(
+    broker: Broker, queues: list[RemoteQueue]
+) -> dict[tuple[str, str], QueueStatus]:
+    """The home nodes' counts of `queues`, for those that answered in time."""
+    if not queues:
+        return {}
+
+    async def one(queue: RemoteQueue) -> QueueStatus | None:
+        try:
+            status = await _ask(broker, queue, RequestKind.STATUS)
+        except Unreachable:
+            return None
+        return status if not status.code else None
+
+    asked = [asyncio.ensure_future(one(queue)) for queue in queues]
+    done, pending = await asyncio.wait(asked, timeout=LIVE_COUNTS_SECONDS)
+    for late in pending:
+        late.cancel()
+    counts: dict[tuple[str, str], QueueStatus] = {}
+    for queue, future in zip(queues, asked, strict=True):
+        status = future.result() if future in done else None
+        if status is not None:
+            counts[queue.vhost, queue.name] = status
+    return counts
+
+
+async def purge(broker: Broker, queue: RemoteQueue) -> QueueStatus:
+    return await _ask(broker, queue, RequestKind.PURGE)
+
+
+async def take(
+    broker: Broker, queue: RemoteQueue, count: int
+) -> tuple[RemoteQueueHandle, list[tuple[QueueEntry, int]]]:
+    """Up to `count` messages from the queue, unsettled, each with the count left after it;
+    the handle settles them."""
+    link = _link(broker, queue)
+    handle = RemoteQueueHandle(link, queue.vhost, queue.name)
+    taken: list[tuple[QueueEntry, int]] = []
+    for _ in range(count):
+        try:
+            status = await link.request(RequestKind.GET, queue.vhost, queue.name)
+        except LinkDown:
+            raise Unreachable(queue.home_node) from None
+        if status.code:
+            handle.requeue([entry for entry, _ in taken])
+            raise AMQPError(status.code, status.text)
+        if status.delivery is None:
+            break
+        taken.append((status.delivery, status.message_count))
+    return handle, taken
