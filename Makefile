@@ -8,7 +8,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test,fast,dev]'
 	touch $@
 
-.PHONY: venv run cluster test test-slow bench lint
+.PHONY: venv run cluster test test-slow bench bench-cluster lint
 venv: $(VENV)/.installed
 
 run: venv
@@ -26,6 +26,11 @@ test-slow: venv
 
 bench: venv
 	$(PY) bench/side_by_side.py
+
+# Cross-node messaging and durable declares on 3-node clusters, beside RabbitMQ's.
+bench-cluster: venv
+	$(PY) -m bench.cross_node --write
+	$(PY) -m bench.cluster_bench --only declares --write
 
 LINTED := leveret cluster federation tests bench
 

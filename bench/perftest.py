@@ -37,6 +37,8 @@ _POLL_S = 1.0  # how often a wait on workers checks that none has died
 @dataclass(frozen=True)
 class PerfTestConfig:
     uri: str = "amqp://guest:guest@127.0.0.1:5672/"
+    producer_uri: str = ""  # "": uri
+    consumer_uri: str = ""  # "": uri
     producers: int = 1
     consumers: int = 1
     size: int = 12
@@ -73,6 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--help", action="help", help="show this help and exit")
     parser.add_argument("-h", "--uri", default=PerfTestConfig.uri, help="broker URI")
+    parser.add_argument(
+        "--producer-uri", default="", help="producers connect here (default: --uri)"
+    )
+    parser.add_argument(
+        "--consumer-uri", default="", help="consumers connect here (default: --uri)"
+    )
     parser.add_argument("-x", "--producers", type=int, default=1)
     parser.add_argument("-y", "--consumers", type=int, default=1)
     parser.add_argument(
@@ -172,6 +180,8 @@ def config_from_args(args: argparse.Namespace) -> PerfTestConfig:
         raise ValueError("--random-priority must be within 0..255")
     return PerfTestConfig(
         uri=args.uri,
+        producer_uri=args.producer_uri,
+        consumer_uri=args.consumer_uri,
         producers=args.producers,
         consumers=args.consumers,
         size=args.size,
@@ -272,6 +282,8 @@ def run_perftest(config: PerfTestConfig) -> dict[str, Any]:
         seconds=seconds,
         random_priority=config.random_priority,
         max_messages=config.producer_messages,
+        producer_uri=config.producer_uri,
+        consumer_uri=config.consumer_uri,
     )
     server_properties = run(topology.declare(config.uri, target))
     try:

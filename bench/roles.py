@@ -35,6 +35,9 @@ class RoleSettings:
     seconds: int  # warm-up plus measured seconds; counters keep one bucket per second
     random_priority: int | None = None  # each message gets a priority drawn from 0..this
     max_messages: int = 0  # per producer; 0: publish until the time is up
+    # Producers and consumers may use other nodes of a cluster than the one `uri` names.
+    producer_uri: str = ""
+    consumer_uri: str = ""
 
 
 @dataclass
@@ -130,7 +133,8 @@ class Producer:
         self.report = RoleReport("producer", settings.seconds)
 
     async def prepare(self) -> Connection:
-        self._connection = await Connection.open(self._settings.uri, self._name)
+        uri = self._settings.producer_uri or self._settings.uri
+        self._connection = await Connection.open(uri, self._name)
         return self._connection
 
     async def run(self, start_ns: int) -> RoleReport:
@@ -214,7 +218,8 @@ class Consumer:
         self.report = RoleReport("consumer", settings.seconds)
 
     async def prepare(self) -> Connection:
-        self._connection = await Connection.open(self._settings.uri, self._name)
+        uri = self._settings.consumer_uri or self._settings.uri
+        self._connection = await Connection.open(uri, self._name)
         if self._settings.prefetch > 0:
             await self._connection.basic_qos(self._settings.prefetch)
         return self._connection

@@ -1,0 +1,231 @@
+"""Cross-node messaging on 3-node clusters: Leveret beside RabbitMQ 3.10.8, in one run.
+
+A queue lives on node A. Throughput (1 producer, 1 consumer, 100 B) with the publisher on B and
+the consumer on A, then both on B, auto-ack and with confirms plus manual acks (prefetch 100);
+the same on one standalone Leveret node as the baseline; latency p50/p99 through one hop at 1k
+and 10k msg/s; and the time from SIGKILL of the home node until a consumer of its queue on
+another node hears basic.cancel. The clusters run one after the other, never together.
+
+    .venv/bin/python -m bench.cross_node --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pika
+
+from bench.cluster_bench import BenchCluster, rabbitmq_version, wait
+from bench.perftest import PerfTestConfig, run_perftest
+from tests.support.rabbitmq_cluster import start_rabbitmq_cluster
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+START_MARK = "<!-- cross_node.py: start -->"
+END_MARK = "<!-- cross_node.py: end -->"
+QUEUE = "cross-node-bench"
+
+# name -> (perftest settings, where producers and consumers connect: "A" or "B")
+Scenario = tuple[dict[str, Any], str, str]
+THROUGHPUT: dict[str, Scenario] = {
+    "publish B, consume A, auto-ack": ({"auto_ack": True}, "B", "A"),
+    "publish B, consume A, confirms + acks": ({"confirm": 1000, "prefetch": 100}, "B", "A"),
+    "publish and consume B, auto-ack": ({"auto_ack": True}, "B", "B"),
+    "publish and consume B, confirms + acks": ({"confirm": 1000, "prefetch": 100}, "B", "B"),
+}
+LATENCY_RATES = (1000, 10000)
+
+
+def _perftest(
+    urls: dict[str, str],
+    settings: dict[str, Any],
+    producer: str,
+    consumer: str,
+    seconds: int,
+    **extra: Any,
+) -> dict[str, Any]:
+    config = PerfTestConfig(
+        uri=urls["A"],
+        producer_uri=urls[producer],
+        consumer_uri=urls[consumer],
+        queue=QUEUE,
+        size=100,
+        duration=seconds,
+        warmup=2,
+        **settings,
+        **extra,
+    )
+    return run_perftest(config)
+
+
+def measure(urls: dict[str, str], seconds: int) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    for name, (settings, producer, consumer) in THROUGHPUT.items():
+        result = _perftest(urls, settings, producer, consumer, seconds)
+        figures[name] = result["consumed_msg_s"]
+        print(f"  {name}: {result['consumed_msg_s']:.0f} msg/s", flush=True)
+    for rate in LATENCY_RATES:
+        result = _perftest(urls, {"auto_ack": True}, "B", "A", seconds, rate=float(rate))
+        latency = result["latency_us"]
+        figures[f"latency {rate}"] = (latency.get("p50"), latency.get("p99"))
+        print(f"  latency at {rate} msg/s: {figures[f'latency {rate}']} us", flush=True)
+    return figures
+
+
+def cancel_seconds(consumer_url: str, declare_url: str, kill: Callable[[], None]) -> float:
+    """Seconds from SIGKILL of the queue's home node to basic.cancel on another node."""
+    with pika.BlockingConnection(pika.URLParameters(declare_url)) as conn:
+        conn.channel().queue_declare("cancel-probe", durable=True)
+    parameters = pika.URLParameters(consumer_url)
+    parameters.client_properties = {"capabilities": {"consumer_cancel_notify": True}}
+    cancelled: list[float] = []
+    conn = pika.BlockingConnection(parameters)
+    channel = conn.channel()
+    channel.add_on_cancel_callback(lambda _frame: cancelled.append(time.monotonic()))
+    wait(lambda: _consumed(channel, conn), 10, 0.05)
+    killed = time.monotonic()
+    kill()
+    deadline = killed + 60
+    while not cancelled and time.monotonic() < deadline:
+        conn.process_data_events(0.01)
+    conn.close()
+    return cancelled[0] - killed if cancelled else float("inf")
+
+
+def _consumed(channel: Any, conn: pika.BlockingConnection) -> bool:
+    try:
+        channel.basic_consume("cancel-probe", lambda *_: None)
+    except pika.exceptions.ChannelClosedByBroker:
+        return False
+    conn.process_data_events(0.2)
+    return True
+
+
+def _mode(scenario: str) -> str:
+    """ "auto-ack" or "confirms + acks": what a scenario compares with on a single node."""
+    return scenario.rsplit(", ", 1)[1]
+
+
+def leveret_run(seconds: int) -> dict[str, Any]:
+    print("Leveret, standalone node", flush=True)
+    single = BenchCluster(1)
+    try:
+        single.nodes[0].start()
+        url = single.nodes[0].amqp_url
+        baseline = {
+            _mode(name): run_perftest(
+                PerfTestConfig(
+                    uri=url, queue=QUEUE, size=100, duration=seconds, warmup=2, **settings
+                )
+            )["consumed_msg_s"]
+            for name, (settings, _, _) in THROUGHPUT.items()
+            if "consume A" in name
+        }
+        print(f"  {baseline}", flush=True)
+    finally:
+        single.stop()
+    print("Leveret, 3 nodes", flush=True)
+    cluster = BenchCluster(3).form()
+    try:
+        urls = {"A": cluster.nodes[0].amqp_url, "B": cluster.nodes[1].amqp_url}
+        figures = measure(urls, seconds)
+        figures["cancel"] = cancel_seconds(urls["B"], urls["A"], cluster.nodes[0].kill)
+        figures["baseline"] = baseline
+        return figures
+    finally:
+        cluster.stop()
+
+
+def rabbitmq_run(seconds: int) -> dict[str, Any]:
+    print("RabbitMQ, 3 nodes", flush=True)
+    cluster = start_rabbitmq_cluster(3)
+    try:
+        urls = {"A": cluster.nodes[0].url, "B": cluster.nodes[1].url}
+        figures = measure(urls, seconds)
+        home = cluster.nodes[0]
+        figures["cancel"] = cancel_seconds(
+            urls["B"], urls["A"], lambda: os.kill(home.pid, signal.SIGKILL)
+        )
+        return figures
+    finally:
+        cluster.stop()
+
+
+def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int) -> str:
+    lines = [
+        START_MARK,
+        "## Cross-node messaging, 3-node clusters (bench/cross_node.py)",
+        "",
+        f"Queue on node A; 1 producer, 1 consumer, 100 B, transient, {seconds} s measured after "
+        f"2 s warm-up; loopback on one machine ({platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}); RabbitMQ {rabbitmq_version()} as a 3-node "
+        "cluster started the same way. Load from bench/perftest.py.",
+        "",
+        "| scenario | Leveret msg/s | RabbitMQ msg/s | Leveret / RabbitMQ "
+        "| Leveret / its single node |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    baseline = leveret["baseline"]
+    for name in THROUGHPUT:
+        ours, theirs = leveret[name], rabbit[name]
+        alone = baseline.get(_mode(name))
+        single = f"{ours / alone:.2f}x" if alone else "-"
+        lines.append(
+            f"| {name} | {ours:,.0f} | {theirs:,.0f} | {ours / max(theirs, 1):.2f}x | {single} |"
+        )
+    lines += [
+        "",
+        "Standalone Leveret node (same load, producer and consumer on it): "
+        + ", ".join(f"{mode} {value:,.0f} msg/s" for mode, value in baseline.items())
+        + ".",
+        "",
+        "| latency through one hop (publish B, consume A) | Leveret p50 / p99 µs "
+        "| RabbitMQ p50 / p99 µs |",
+        "| --- | --- | --- |",
+    ]
+    for rate in LATENCY_RATES:
+        ours, theirs = leveret[f"latency {rate}"], rabbit[f"latency {rate}"]
+        lines.append(f"| {rate:,} msg/s | {ours[0]} / {ours[1]} | {theirs[0]} / {theirs[1]} |")
+    lines += [
+        "",
+        "Time from SIGKILL of the home node until a consumer of its queue on another node gets "
+        f"basic.cancel: Leveret {leveret['cancel']:.2f} s, RabbitMQ {rabbit['cancel']:.2f} s.",
+        END_MARK,
+    ]
+    return "\n".join(lines)
+
+
+def write(section: str, path: Path = RESULTS) -> None:
+    text = path.read_text()
+    if START_MARK in text and END_MARK in text:
+        before, rest = text.split(START_MARK, 1)
+        after = rest.split(END_MARK, 1)[1]
+        text = before + section + after
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cross_node", description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=int, default=8, help="measured seconds per run")
+    parser.add_argument("--write", action="store_true", help="update bench/RESULTS.md")
+    args = parser.parse_args(argv)
+    leveret = leveret_run(args.seconds)
+    rabbit = rabbitmq_run(args.seconds)
+    section = report(leveret, rabbit, args.seconds)
+    print(section)
+    if args.write:
+        write(section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
