@@ -3,6 +3,7 @@ transactions."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import deque
 from collections.abc import Callable
@@ -69,6 +70,7 @@ class Channel:
         # still waits for, and their sequence numbers in order (confirms may not pass the first).
         self._remote_waiting: dict[int, int] = {}
         self._remote_order: deque[int] = deque()
+        self._confirm_scheduled = False
         self.transactional = False
         self._tx_publishes: list[tuple[Message, list[ClassicQueue | RemoteQueue], bool]] = []
         # A commit waits for its fsync and for the home nodes of the queues it published to.
@@ -935,7 +937,15 @@ class Channel:
         order = self._remote_order
         while order and order[0] not in waiting:
             order.popleft()
-        self._confirm_ready()
+        if not self._confirm_scheduled:
+            # One basic.ack for all the home node confirmed in this turn of the loop.
+            self._confirm_scheduled = True
+            asyncio.get_running_loop().call_soon(self._confirm_remote)
+
+    def _confirm_remote(self) -> None:
+        self._confirm_scheduled = False
+        if not self.closed:
+            self._confirm_ready()
 
     def _return(self, message: Message, code: int, text: str) -> None:
         payload = m.BasicReturn(code, text, message.exchange, message.routing_key).encode()

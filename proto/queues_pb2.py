@@ -24,43 +24,43 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12proto/queues.proto\x12\x0eleveret.queues\"z\n\x07Publish\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\r\n\x05vhost\x18\x02 \x01(\t\x12\x0e\n\x06queues\x18\x03 \x03(\t\x12\x10\n\x08\x65xchange\x18\x04 \x01(\t\x12\x13\n\x0brouting_key\x18\x05 \x01(\t\x12\x0e\n\x06header\x18\x06 \x01(\x0c\x12\x0c\n\x04\x62ody\x18\x07 \x01(\x0c\"\xc1\x01\n\tSubscribe\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\x12\r\n\x05vhost\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12\x0b\n\x03tag\x18\x04 \x01(\t\x12\x0e\n\x06no_ack\x18\x05 \x01(\x08\x12\x11\n\texclusive\x18\x06 \x01(\x08\x12\x10\n\x08priority\x18\x07 \x01(\x03\x12\x10\n\x08prefetch\x18\x08 \x01(\r\x12\x0e\n\x06\x63redit\x18\t \x01(\r\x12\x11\n\targuments\x18\n \x01(\x0c\x12\r\n\x05owner\x18\x0b \x01(\t\"\x1a\n\x06\x43\x61ncel\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\"*\n\x06\x43redit\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\x12\x0e\n\x06\x63redit\x18\x02 \x01(\r\"F\n\x06Settle\x12(\n\x07outcome\x18\x01 \x01(\x0e\x32\x17.leveret.queues.Outcome\x12\x12\n\ndeliveries\x18\x02 \x03(\x04\"\xa2\x01\n\x07Request\x12\n\n\x02id\x18\x01 \x01(\x04\x12)\n\x04kind\x18\x02 \x01(\x0e\x32\x1b.leveret.queues.RequestKind\x12\r\n\x05vhost\x18\x03 \x01(\t\x12\r\n\x05queue\x18\x04 \x01(\t\x12\x0e\n\x06no_ack\x18\x05 \x01(\x08\x12\x11\n\tif_unused\x18\x06 \x01(\x08\x12\x10\n\x08if_empty\x18\x07 \x01(\x08\x12\r\n\x05owner\x18\x08 \x01(\t\"\x85\x02\n\x02Up\x12*\n\tpublishes\x18\x01 \x03(\x0b\x32\x17.leveret.queues.Publish\x12-\n\nsubscribes\x18\x02 \x03(\x0b\x32\x19.leveret.queues.Subscribe\x12\'\n\x07\x63\x61ncels\x18\x03 \x03(\x0b\x32\x16.leveret.queues.Cancel\x12\'\n\x07\x63redits\x18\x04 \x03(\x0b\x32\x16.leveret.queues.Credit\x12\'\n\x07settles\x18\x05 \x03(\x0b\x32\x16.leveret.queues.Settle\x12)\n\x08requests\x18\x06 \x03(\x0b\x32\x17.leveret.queues.Request\"(\n\x07\x43onfirm\x12\x0c\n\x04upto\x18\x01 \x01(\x04\x12\x0f\n\x07refused\x18\x02 \x03(\x04\"\x82\x01\n\x08\x44\x65livery\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\x12\n\n\x02id\x18\x02 \x01(\x04\x12\x13\n\x0bredelivered\x18\x03 \x01(\x08\x12\x10\n\x08\x65xchange\x18\x04 \x01(\t\x12\x13\n\x0brouting_key\x18\x05 \x01(\t\x12\x0e\n\x06header\x18\x06 \x01(\x0c\x12\x0c\n\x04\x62ody\x18\x07 \x01(\x0c\":\n\nSubscribed\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ode\x18\x02 \x01(\r\x12\x0c\n\x04text\x18\x03 \x01(\t\"\x1d\n\tCancelled\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\"\xb7\x01\n\x05Reply\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ode\x18\x02 \x01(\r\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x15\n\rmessage_count\x18\x04 \x01(\x04\x12\x16\n\x0e\x63onsumer_count\x18\x05 \x01(\r\x12*\n\x08\x64\x65livery\x18\x06 \x01(\x0b\x32\x18.leveret.queues.Delivery\x12\x14\n\x0chas_delivery\x18\x07 \x01(\x08\x12\x15\n\runacked_count\x18\x08 \x01(\x04\"\xe5\x01\n\x04\x44own\x12)\n\x08\x63onfirms\x18\x01 \x03(\x0b\x32\x17.leveret.queues.Confirm\x12,\n\ndeliveries\x18\x02 \x03(\x0b\x32\x18.leveret.queues.Delivery\x12.\n\nsubscribed\x18\x03 \x03(\x0b\x32\x1a.leveret.queues.Subscribed\x12,\n\tcancelled\x18\x04 \x03(\x0b\x32\x19.leveret.queues.Cancelled\x12&\n\x07replies\x18\x05 \x03(\x0b\x32\x15.leveret.queues.Reply*+\n\x07Outcome\x12\x07\n\x03\x41\x43K\x10\x00\x12\n\n\x06REJECT\x10\x01\x12\x0b\n\x07REQUEUE\x10\x02*9\n\x0bRequestKind\x12\n\n\x06STATUS\x10\x00\x12\x07\n\x03GET\x10\x01\x12\t\n\x05PURGE\x10\x02\x12\n\n\x06\x44\x45LETE\x10\x03\x32>\n\x06Queues\x12\x34\n\x04Link\x12\x12.leveret.queues.Up\x1a\x14.leveret.queues.Down(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12proto/queues.proto\x12\x0eleveret.queues\"z\n\x07Publish\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\r\n\x05vhost\x18\x02 \x01(\t\x12\x0e\n\x06queues\x18\x03 \x03(\t\x12\x10\n\x08\x65xchange\x18\x04 \x01(\t\x12\x13\n\x0brouting_key\x18\x05 \x01(\t\x12\x0e\n\x06header\x18\x06 \x01(\x0c\x12\x0c\n\x04\x62ody\x18\x07 \x01(\x0c\"\xb2\x01\n\tSubscribe\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\x12\r\n\x05vhost\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12\x0b\n\x03tag\x18\x04 \x01(\t\x12\x0e\n\x06no_ack\x18\x05 \x01(\x08\x12\x11\n\texclusive\x18\x06 \x01(\x08\x12\x10\n\x08priority\x18\x07 \x01(\x03\x12\x10\n\x08prefetch\x18\x08 \x01(\r\x12\x0e\n\x06\x63redit\x18\t \x01(\r\x12\x11\n\targuments\x18\n \x01(\x0c\"\x1a\n\x06\x43\x61ncel\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\"*\n\x06\x43redit\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\x12\x0e\n\x06\x63redit\x18\x02 \x01(\r\"F\n\x06Settle\x12(\n\x07outcome\x18\x01 \x01(\x0e\x32\x17.leveret.queues.Outcome\x12\x12\n\ndeliveries\x18\x02 \x03(\x04\"n\n\x07Request\x12\n\n\x02id\x18\x01 \x01(\x04\x12)\n\x04kind\x18\x02 \x01(\x0e\x32\x1b.leveret.queues.RequestKind\x12\r\n\x05vhost\x18\x03 \x01(\t\x12\r\n\x05queue\x18\x04 \x01(\t\x12\x0e\n\x06no_ack\x18\x05 \x01(\x08\"\x85\x02\n\x02Up\x12*\n\tpublishes\x18\x01 \x03(\x0b\x32\x17.leveret.queues.Publish\x12-\n\nsubscribes\x18\x02 \x03(\x0b\x32\x19.leveret.queues.Subscribe\x12\'\n\x07\x63\x61ncels\x18\x03 \x03(\x0b\x32\x16.leveret.queues.Cancel\x12\'\n\x07\x63redits\x18\x04 \x03(\x0b\x32\x16.leveret.queues.Credit\x12\'\n\x07settles\x18\x05 \x03(\x0b\x32\x16.leveret.queues.Settle\x12)\n\x08requests\x18\x06 \x03(\x0b\x32\x17.leveret.queues.Request\"(\n\x07\x43onfirm\x12\x0c\n\x04upto\x18\x01 \x01(\x04\x12\x0f\n\x07refused\x18\x02 \x03(\x04\"\x82\x01\n\x08\x44\x65livery\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\x12\n\n\x02id\x18\x02 \x01(\x04\x12\x13\n\x0bredelivered\x18\x03 \x01(\x08\x12\x10\n\x08\x65xchange\x18\x04 \x01(\t\x12\x13\n\x0brouting_key\x18\x05 \x01(\t\x12\x0e\n\x06header\x18\x06 \x01(\x0c\x12\x0c\n\x04\x62ody\x18\x07 \x01(\x0c\":\n\nSubscribed\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ode\x18\x02 \x01(\r\x12\x0c\n\x04text\x18\x03 \x01(\t\"\x1d\n\tCancelled\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\"\xb7\x01\n\x05Reply\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ode\x18\x02 \x01(\r\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x15\n\rmessage_count\x18\x04 \x01(\x04\x12\x16\n\x0e\x63onsumer_count\x18\x05 \x01(\r\x12*\n\x08\x64\x65livery\x18\x06 \x01(\x0b\x32\x18.leveret.queues.Delivery\x12\x14\n\x0chas_delivery\x18\x07 \x01(\x08\x12\x15\n\runacked_count\x18\x08 \x01(\x04\"\xe5\x01\n\x04\x44own\x12)\n\x08\x63onfirms\x18\x01 \x03(\x0b\x32\x17.leveret.queues.Confirm\x12,\n\ndeliveries\x18\x02 \x03(\x0b\x32\x18.leveret.queues.Delivery\x12.\n\nsubscribed\x18\x03 \x03(\x0b\x32\x1a.leveret.queues.Subscribed\x12,\n\tcancelled\x18\x04 \x03(\x0b\x32\x19.leveret.queues.Cancelled\x12&\n\x07replies\x18\x05 \x03(\x0b\x32\x15.leveret.queues.Reply*+\n\x07Outcome\x12\x07\n\x03\x41\x43K\x10\x00\x12\n\n\x06REJECT\x10\x01\x12\x0b\n\x07REQUEUE\x10\x02*-\n\x0bRequestKind\x12\n\n\x06STATUS\x10\x00\x12\x07\n\x03GET\x10\x01\x12\t\n\x05PURGE\x10\x02\x32>\n\x06Queues\x12\x34\n\x04Link\x12\x12.leveret.queues.Up\x1a\x14.leveret.queues.Down(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'proto.queues_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_OUTCOME']._serialized_start=1615
-  _globals['_OUTCOME']._serialized_end=1658
-  _globals['_REQUESTKIND']._serialized_start=1660
-  _globals['_REQUESTKIND']._serialized_end=1717
+  _globals['_OUTCOME']._serialized_start=1547
+  _globals['_OUTCOME']._serialized_end=1590
+  _globals['_REQUESTKIND']._serialized_start=1592
+  _globals['_REQUESTKIND']._serialized_end=1637
   _globals['_PUBLISH']._serialized_start=38
   _globals['_PUBLISH']._serialized_end=160
   _globals['_SUBSCRIBE']._serialized_start=163
-  _globals['_SUBSCRIBE']._serialized_end=356
-  _globals['_CANCEL']._serialized_start=358
-  _globals['_CANCEL']._serialized_end=384
-  _globals['_CREDIT']._serialized_start=386
-  _globals['_CREDIT']._serialized_end=428
-  _globals['_SETTLE']._serialized_start=430
-  _globals['_SETTLE']._serialized_end=500
-  _globals['_REQUEST']._serialized_start=503
-  _globals['_REQUEST']._serialized_end=665
-  _globals['_UP']._serialized_start=668
-  _globals['_UP']._serialized_end=929
-  _globals['_CONFIRM']._serialized_start=931
-  _globals['_CONFIRM']._serialized_end=971
-  _globals['_DELIVERY']._serialized_start=974
-  _globals['_DELIVERY']._serialized_end=1104
-  _globals['_SUBSCRIBED']._serialized_start=1106
-  _globals['_SUBSCRIBED']._serialized_end=1164
-  _globals['_CANCELLED']._serialized_start=1166
-  _globals['_CANCELLED']._serialized_end=1195
-  _globals['_REPLY']._serialized_start=1198
-  _globals['_REPLY']._serialized_end=1381
-  _globals['_DOWN']._serialized_start=1384
-  _globals['_DOWN']._serialized_end=1613
-  _globals['_QUEUES']._serialized_start=1719
-  _globals['_QUEUES']._serialized_end=1781
+  _globals['_SUBSCRIBE']._serialized_end=341
+  _globals['_CANCEL']._serialized_start=343
+  _globals['_CANCEL']._serialized_end=369
+  _globals['_CREDIT']._serialized_start=371
+  _globals['_CREDIT']._serialized_end=413
+  _globals['_SETTLE']._serialized_start=415
+  _globals['_SETTLE']._serialized_end=485
+  _globals['_REQUEST']._serialized_start=487
+  _globals['_REQUEST']._serialized_end=597
+  _globals['_UP']._serialized_start=600
+  _globals['_UP']._serialized_end=861
+  _globals['_CONFIRM']._serialized_start=863
+  _globals['_CONFIRM']._serialized_end=903
+  _globals['_DELIVERY']._serialized_start=906
+  _globals['_DELIVERY']._serialized_end=1036
+  _globals['_SUBSCRIBED']._serialized_start=1038
+  _globals['_SUBSCRIBED']._serialized_end=1096
+  _globals['_CANCELLED']._serialized_start=1098
+  _globals['_CANCELLED']._serialized_end=1127
+  _globals['_REPLY']._serialized_start=1130
+  _globals['_REPLY']._serialized_end=1313
+  _globals['_DOWN']._serialized_start=1316
+  _globals['_DOWN']._serialized_end=1545
+  _globals['_QUEUES']._serialized_start=1639
+  _globals['_QUEUES']._serialized_end=1701
 # @@protoc_insertion_point(module_scope)

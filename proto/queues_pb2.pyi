@@ -18,14 +18,12 @@ class RequestKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     STATUS: _ClassVar[RequestKind]
     GET: _ClassVar[RequestKind]
     PURGE: _ClassVar[RequestKind]
-    DELETE: _ClassVar[RequestKind]
 ACK: Outcome
 REJECT: Outcome
 REQUEUE: Outcome
 STATUS: RequestKind
 GET: RequestKind
 PURGE: RequestKind
-DELETE: RequestKind
 
 class Publish(_message.Message):
     __slots__ = ("seq", "vhost", "queues", "exchange", "routing_key", "header", "body")
@@ -46,7 +44,7 @@ class Publish(_message.Message):
     def __init__(self, seq: _Optional[int] = ..., vhost: _Optional[str] = ..., queues: _Optional[_Iterable[str]] = ..., exchange: _Optional[str] = ..., routing_key: _Optional[str] = ..., header: _Optional[bytes] = ..., body: _Optional[bytes] = ...) -> None: ...
 
 class Subscribe(_message.Message):
-    __slots__ = ("consumer", "vhost", "queue", "tag", "no_ack", "exclusive", "priority", "prefetch", "credit", "arguments", "owner")
+    __slots__ = ("consumer", "vhost", "queue", "tag", "no_ack", "exclusive", "priority", "prefetch", "credit", "arguments")
     CONSUMER_FIELD_NUMBER: _ClassVar[int]
     VHOST_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
@@ -57,7 +55,6 @@ class Subscribe(_message.Message):
     PREFETCH_FIELD_NUMBER: _ClassVar[int]
     CREDIT_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
-    OWNER_FIELD_NUMBER: _ClassVar[int]
     consumer: int
     vhost: str
     queue: str
@@ -68,8 +65,7 @@ class Subscribe(_message.Message):
     prefetch: int
     credit: int
     arguments: bytes
-    owner: str
-    def __init__(self, consumer: _Optional[int] = ..., vhost: _Optional[str] = ..., queue: _Optional[str] = ..., tag: _Optional[str] = ..., no_ack: _Optional[bool] = ..., exclusive: _Optional[bool] = ..., priority: _Optional[int] = ..., prefetch: _Optional[int] = ..., credit: _Optional[int] = ..., arguments: _Optional[bytes] = ..., owner: _Optional[str] = ...) -> None: ...
+    def __init__(self, consumer: _Optional[int] = ..., vhost: _Optional[str] = ..., queue: _Optional[str] = ..., tag: _Optional[str] = ..., no_ack: _Optional[bool] = ..., exclusive: _Optional[bool] = ..., priority: _Optional[int] = ..., prefetch: _Optional[int] = ..., credit: _Optional[int] = ..., arguments: _Optional[bytes] = ...) -> None: ...
 
 class Cancel(_message.Message):
     __slots__ = ("consumer",)
@@ -94,24 +90,18 @@ class Settle(_message.Message):
     def __init__(self, outcome: _Optional[_Union[Outcome, str]] = ..., deliveries: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Request(_message.Message):
-    __slots__ = ("id", "kind", "vhost", "queue", "no_ack", "if_unused", "if_empty", "owner")
+    __slots__ = ("id", "kind", "vhost", "queue", "no_ack")
     ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     VHOST_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     NO_ACK_FIELD_NUMBER: _ClassVar[int]
-    IF_UNUSED_FIELD_NUMBER: _ClassVar[int]
-    IF_EMPTY_FIELD_NUMBER: _ClassVar[int]
-    OWNER_FIELD_NUMBER: _ClassVar[int]
     id: int
     kind: RequestKind
     vhost: str
     queue: str
     no_ack: bool
-    if_unused: bool
-    if_empty: bool
-    owner: str
-    def __init__(self, id: _Optional[int] = ..., kind: _Optional[_Union[RequestKind, str]] = ..., vhost: _Optional[str] = ..., queue: _Optional[str] = ..., no_ack: _Optional[bool] = ..., if_unused: _Optional[bool] = ..., if_empty: _Optional[bool] = ..., owner: _Optional[str] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., kind: _Optional[_Union[RequestKind, str]] = ..., vhost: _Optional[str] = ..., queue: _Optional[str] = ..., no_ack: _Optional[bool] = ...) -> None: ...
 
 class Up(_message.Message):
     __slots__ = ("publishes", "subscribes", "cancels", "credits", "settles", "requests")

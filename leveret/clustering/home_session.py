@@ -65,11 +65,19 @@ class LinkedConsumer:
 class HomeSession:
     """Applies one link's batches to this node's queues and gathers what goes back."""
 
-    def __init__(self, broker: Broker, peer: str, send: Callable[[queues_pb2.Down], None]) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        peer: str,
+        send: Callable[[queues_pb2.Down], None],
+        end: Callable[[], None],
+    ) -> None:
         self.broker = broker
         self.peer = peer
         self.open = True
+        self.failed = False  # the link must end: what it carried could not be made durable
         self._send = send
+        self._end = end
         self._consumers: dict[int, Consumer] = {}
         self._unsettled: dict[int, _Unsettled] = {}
         self._next_delivery = 1
@@ -149,7 +157,8 @@ class HomeSession:
         if error is not None:
             # Not on disk: the link breaks, and the other node nacks what it had not confirmed.
             log.error("could not make messages from %s durable: %s", self.peer, error)
-            self.open = False
+            self.failed = True
+            self._end()
             return
         self._confirm(upto)
 
@@ -308,7 +317,7 @@ class HomeSession:
 
     def _flush(self) -> None:
         self._flush_scheduled = False
-        if not self.open:
+        if not self.open or self.failed:
             return
         out, self._out = self._out, queues_pb2.Down()
         self._send(out)

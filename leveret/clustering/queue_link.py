@@ -70,8 +70,12 @@ class QueueLink:
         self._open_stream = open_stream
         self._state = _State.IDLE
         self._up = queues_pb2.Up()
+        # Credit, settlements and cancels: they overtake queued publishes, so that a consumer
+        # is not starved while a publisher fills the stream (nothing orders them after those).
+        self._control = queues_pb2.Up()
         self._has_up = False
         self._flush_scheduled = False
+        self._urgent: deque[queues_pb2.Up] = deque()
         self._outbox: deque[queues_pb2.Up] = deque()
         self._outbox_ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -173,11 +177,11 @@ class QueueLink:
 
     def cancel(self, consumer: int) -> None:
         if self._subscribers.pop(consumer, None) is not None:
-            self._up.cancels.add().consumer = consumer
+            self._control.cancels.add().consumer = consumer
             self._changed()
 
     def grant(self, consumer: int, credit: int) -> None:
-        grant = self._up.credits.add()
+        grant = self._control.credits.add()
         grant.consumer = consumer
         grant.credit = credit
         self._changed()
@@ -223,25 +227,28 @@ class QueueLink:
         self._flush_scheduled = False
         if not self._has_up:
             return
-        up = self._up
+        up, control = self._up, self._control
         for outcome, ids in (
             (Outcome.ACK, self._acks),
             (Outcome.REJECT, self._rejects),
             (Outcome.REQUEUE, self._requeues),
         ):
             if ids:
-                settle = up.settles.add()
+                settle = control.settles.add()
                 settle.outcome = outcome
                 settle.deliveries.extend(ids)
                 ids.clear()
-        self._up = queues_pb2.Up()
+        self._up, self._control = queues_pb2.Up(), queues_pb2.Up()
         self._has_up = False
         if self._state is _State.IDLE:
             self._start()
         if self._state is _State.DOWN:
             self._fail_batch(up)
             return
-        self._outbox.append(up)
+        if control.settles or control.credits or control.cancels:
+            self._urgent.append(control)
+        if up.publishes or up.subscribes or up.requests:
+            self._outbox.append(up)
         self._outbox_ready.set()
 
     # --- the stream ---------------------------------------------------------------------------
@@ -285,13 +292,13 @@ class QueueLink:
             call.cancel()
 
     async def _write(self, call: Any) -> None:
-        outbox = self._outbox
+        urgent, outbox = self._urgent, self._outbox
         while True:
-            while not outbox:
+            while not (urgent or outbox):
                 self._outbox_ready.clear()
                 await self._outbox_ready.wait()
             try:
-                await call.write(outbox.popleft())
+                await call.write(urgent.popleft() if urgent else outbox.popleft())
             except Exception as error:  # noqa: BLE001 - the stream broke; the reader ends it
                 log.info("queue link to %s could not write: %r", self.node, error)
                 call.cancel()
@@ -351,6 +358,7 @@ class QueueLink:
         """Everything that waited on the stream that broke fails now."""
         self.generation += 1
         self._outbox.clear()
+        self._urgent.clear()
         self._acks.clear()
         self._rejects.clear()
         self._requeues.clear()

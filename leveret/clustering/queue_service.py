@@ -42,16 +42,16 @@ class QueuesServicer(queues_pb2_grpc.QueuesServicer):  # type: ignore[misc]
             outbox.append(down)
             ready.set()
 
-        session = HomeSession(self._broker, peer, send)
+        session = HomeSession(self._broker, peer, send, ready.set)
         reader = asyncio.get_running_loop().create_task(
             _read(request_iterator, session, ready), name=f"queue-link-from-{peer}"
         )
         try:
-            while session.open and not reader.done():
-                while outbox:
+            while not (session.failed or reader.done()):
+                while outbox and not session.failed:
                     yield outbox.popleft()
                 ready.clear()
-                if not outbox and session.open and not reader.done():
+                if not (outbox or session.failed or reader.done()):
                     await ready.wait()
         finally:
             session.close()
