@@ -42,9 +42,9 @@ LINK_PATH = "/leveret.queues.Queues/Link"
 # How long a first connection may take before the home node counts as down.
 _CONNECT_SECONDS = 2.0
 _RETRY_SECONDS = (0.2, 0.5, 1.0, 2.0)
-# Batches waiting for the stream beyond which publishers are held back, and where they resume.
-_CONGESTED_BATCHES = 64
-_RELIEVED_BATCHES = 16
+# Publishes waiting for the stream beyond which their publishers are held back (they resume
+# once the writer takes them).
+_CONGESTED_PUBLISHES = 20_000
 
 
 class _State(Enum):
@@ -69,15 +69,15 @@ class QueueLink:
         self._address_of = address_of
         self._open_stream = open_stream
         self._state = _State.IDLE
+        # What waits for the stream: one growing batch, taken whole by the writer each time the
+        # previous write is done, so that a busy link sends few, large messages.
         self._up = queues_pb2.Up()
-        # Credit, settlements and cancels: they overtake queued publishes, so that a consumer
-        # is not starved while a publisher fills the stream (nothing orders them after those).
+        # Credit, settlements and cancels go in a batch written first, so that a consumer is not
+        # starved behind a publisher's backlog (nothing orders them after publishes).
         self._control = queues_pb2.Up()
         self._has_up = False
         self._flush_scheduled = False
-        self._urgent: deque[queues_pb2.Up] = deque()
-        self._outbox: deque[queues_pb2.Up] = deque()
-        self._outbox_ready = asyncio.Event()
+        self._pending = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._publish_seq = 0
         # Publishes awaiting their confirm, in order: (link seq, waiter, the waiter's seq).
@@ -100,7 +100,7 @@ class QueueLink:
 
     @property
     def congested(self) -> bool:
-        return len(self._outbox) > _CONGESTED_BATCHES
+        return len(self._up.publishes) > _CONGESTED_PUBLISHES
 
     def _start(self) -> None:
         self._state = _State.CONNECTING
@@ -219,15 +219,23 @@ class QueueLink:
 
     def _changed(self) -> None:
         self._has_up = True
-        if not self._flush_scheduled:
+        if self._state is _State.UP:
+            self._pending.set()  # the writer takes it on its next turn
+        elif not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            asyncio.get_running_loop().call_soon(self._not_up_yet)
 
-    def _flush(self) -> None:
+    def _not_up_yet(self) -> None:
+        """Work made while there is no stream: it waits for one, or fails if the node is down."""
         self._flush_scheduled = False
-        if not self._has_up:
-            return
-        up, control = self._up, self._control
+        if self._state is _State.IDLE:
+            self._start()
+        elif self._state is _State.DOWN and self._has_up:
+            self._fail_batch(self._take()[1])
+
+    def _take(self) -> tuple[queues_pb2.Up, queues_pb2.Up]:
+        """What waits for the stream, as (control, the rest)."""
+        control, up = self._control, self._up
         for outcome, ids in (
             (Outcome.ACK, self._acks),
             (Outcome.REJECT, self._rejects),
@@ -240,16 +248,7 @@ class QueueLink:
                 ids.clear()
         self._up, self._control = queues_pb2.Up(), queues_pb2.Up()
         self._has_up = False
-        if self._state is _State.IDLE:
-            self._start()
-        if self._state is _State.DOWN:
-            self._fail_batch(up)
-            return
-        if control.settles or control.credits or control.cancels:
-            self._urgent.append(control)
-        if up.publishes or up.subscribes or up.requests:
-            self._outbox.append(up)
-        self._outbox_ready.set()
+        return control, up
 
     # --- the stream ---------------------------------------------------------------------------
 
@@ -292,21 +291,24 @@ class QueueLink:
             call.cancel()
 
     async def _write(self, call: Any) -> None:
-        urgent, outbox = self._urgent, self._outbox
         while True:
-            while not (urgent or outbox):
-                self._outbox_ready.clear()
-                await self._outbox_ready.wait()
+            while not self._has_up:
+                self._pending.clear()
+                await self._pending.wait()
+            control, up = self._take()
+            if self.throttled:
+                throttled, self.throttled = self.throttled, set()
+                for publisher in throttled:
+                    publisher.release_throttle(self)
             try:
-                await call.write(urgent.popleft() if urgent else outbox.popleft())
+                if control.settles or control.credits or control.cancels:
+                    await call.write(control)
+                if up.publishes or up.subscribes or up.requests:
+                    await call.write(up)
             except Exception as error:  # noqa: BLE001 - the stream broke; the reader ends it
                 log.info("queue link to %s could not write: %r", self.node, error)
                 call.cancel()
                 return
-            if self.throttled and len(outbox) <= _RELIEVED_BATCHES:
-                throttled, self.throttled = self.throttled, set()
-                for publisher in throttled:
-                    publisher.release_throttle(self)
 
     def _receive(self, down: queues_pb2.Down) -> None:
         for confirm in down.confirms:
@@ -357,8 +359,8 @@ class QueueLink:
     def _fail(self) -> None:
         """Everything that waited on the stream that broke fails now."""
         self.generation += 1
-        self._outbox.clear()
-        self._urgent.clear()
+        self._up, self._control = queues_pb2.Up(), queues_pb2.Up()
+        self._has_up = False
         self._acks.clear()
         self._rejects.clear()
         self._requeues.clear()
