@@ -196,10 +196,15 @@ def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int) -> str
     lines += [
         "",
         "Time from SIGKILL of the home node until a consumer of its queue on another node gets "
-        f"basic.cancel: Leveret {leveret['cancel']:.2f} s, RabbitMQ {rabbit['cancel']:.2f} s.",
+        f"basic.cancel: Leveret {_seconds(leveret['cancel'])}, RabbitMQ "
+        f"{_seconds(rabbit['cancel'])}.",
         END_MARK,
     ]
     return "\n".join(lines)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.2f} s" if value != float("inf") else "none within 60 s"
 
 
 def write(section: str, path: Path = RESULTS) -> None:
