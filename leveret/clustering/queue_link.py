@@ -1,10 +1,11 @@
 """This node's link to another node's queues: one Link stream, batched both ways.
 
-Everything this node's clients do to queues homed on one node goes through its link, in the
-order they did it: publishes (whose confirms come back in order), consumers with credit,
-settlements, requests. A link connects on first use. When it breaks, whatever waited on it
-fails at once (publishes are nacked, consumers cancelled, requests answered "home node down"),
-and it reconnects in the background; until then the home node counts as down.
+Everything this node's clients do to queues homed on one node goes through its link:
+publishes, consumers and requests in the order they were made (confirms come back in order),
+and credit and settlements ahead of them. A link connects on first use. When it breaks,
+whatever waited on it fails at once (publishes are nacked, consumers cancelled, requests
+answered "home node down"), and it reconnects in the background; until then the home node
+counts as down.
 """
 
 from __future__ import annotations
