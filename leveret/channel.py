@@ -28,7 +28,6 @@ from .queues.remote import (
     QueueStatus,
     RemoteQueue,
     RequestKind,
-    by_home_node,
 )
 from .queues.remote_consumer import RemoteQueueHandle
 from .shared_metadata import SharedMetadata
@@ -337,6 +336,10 @@ class Channel:
     ) -> None:
         self.session.wait_then(self, self.remote_request(link, remote, kind, method), then)
 
+    def _remote_queue(self, name: str, method: m.Method) -> RemoteQueue | None:
+        """The queue homed on another node that `name` names, if it is one."""
+        return self.vhost.remote_queues.get(self._queue_name(name, method))
+
     def _bindable_queue(self, name: str, method: m.Method) -> str:
         """The name of a queue this connection may bind: a remote one too on a clustered node."""
         name = self._queue_name(name, method)
@@ -401,7 +404,7 @@ class Channel:
         self.reply(m.QueueUnbindOk())
 
     def _queue_purge(self, method: m.QueuePurge) -> None:
-        remote = self.vhost.remote_queues.get(self._queue_name(method.queue, method))
+        remote = self._remote_queue(method.queue, method)
         if remote is not None:
             self._check("read", "queue", remote.name, method)
             link = self.home_link(remote, method)
@@ -469,7 +472,7 @@ class Channel:
         if method.queue == REPLY_QUEUE:
             self._consume_replies(tag, method)
             return
-        remote = self.vhost.remote_queues.get(self._queue_name(method.queue, method))
+        remote = self._remote_queue(method.queue, method)
         if remote is not None:
             self._consume_remote(tag, remote, method)
             return
@@ -633,7 +636,7 @@ class Channel:
             self.reply(m.BasicCancel(consumer.tag, True))
 
     def _basic_get(self, method: m.BasicGet) -> None:
-        remote = self.vhost.remote_queues.get(self._queue_name(method.queue, method))
+        remote = self._remote_queue(method.queue, method)
         if remote is not None:
             self._get_remote(remote, method)
             return
@@ -893,27 +896,19 @@ class Channel:
 
     def _forward(self, message: Message, queues: list[RemoteQueue]) -> bool:
         """Send `message` to the home nodes of `queues`; False if none of them is up."""
-        links = self.session.broker.links
-        if links is None:
-            return False
         waiter = self if self.confirming or self.transactional else None
         seq = self._publish_seq if self.confirming else 0
-        sent = 0
-        for home, names in by_home_node(queues).items():
-            link = links.link(home)
-            if not link.up:
-                continue
-            link.publish(self.vhost.name, names, message, waiter, seq)
-            sent += 1
+        sent = self.vhost.forward(queues, message, waiter, seq)
+        for link in sent:
             if link.congested:
                 self.session.throttle(link)
         if sent and waiter is not None:
             if self.confirming:
-                self._remote_waiting[seq] = sent
+                self._remote_waiting[seq] = len(sent)
                 self._remote_order.append(seq)
             else:
-                self._tx_remote += sent
-        return sent > 0
+                self._tx_remote += len(sent)
+        return bool(sent)
 
     def remote_confirmed(self, seq: int, taken: bool) -> None:
         """A home node took (or could not take) a publish of this channel: `seq` 0 is one of a

@@ -16,7 +16,7 @@ from .exchanges.exchange import Exchange, predeclared_exchanges, unbind_everywhe
 from .message import Message
 from .persistence import MessageStores
 from .queues.classic import ClassicQueue
-from .queues.remote import HomeLinks, RemoteQueue, by_home_node
+from .queues.remote import ConfirmWaiter, HomeLink, HomeLinks, RemoteQueue, by_home_node
 from .routing import route
 from .shared_commands import delete_queue as delete_queue_command
 from .shared_metadata import SharedMetadata
@@ -437,16 +437,26 @@ class VirtualHost:
         )
         return [queues[name] for name in names]
 
-    def forward(self, queues: list[RemoteQueue], message: Message) -> None:
-        """Send `message` to remote queues without waiting for their home nodes to take it
-        (dead-lettering, as RabbitMQ's, does not confirm)."""
+    def forward(
+        self,
+        queues: list[RemoteQueue],
+        message: Message,
+        waiter: ConfirmWaiter | None = None,
+        seq: int = 0,
+    ) -> list[HomeLink]:
+        """Send `message` to the home nodes of `queues` that are up; the links it went on.
+
+        `waiter` hears as each home node takes it (dead-lettering, as RabbitMQ's, passes none)."""
         links = self.links
         if links is None:
-            return
+            return []
+        sent = []
         for home, names in by_home_node(queues).items():
             link = links.link(home)
             if link.up:
-                link.publish(self.name, names, message, None, 0)
+                link.publish(self.name, names, message, waiter, seq)
+                sent.append(link)
+        return sent
 
 
 class _AnyQueue:

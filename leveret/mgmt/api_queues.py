@@ -191,10 +191,14 @@ def delete(ctx: Context) -> Reply | Awaitable[Reply]:
 
 def _check_deletable(ctx: Context, queue: ClassicQueue) -> None:
     """The if-unused and if-empty conditions of a DELETE."""
-    where = f"queue '{queue.name}' in vhost '{queue.vhost}'"
-    if truthy(ctx.query.get("if-unused")) and queue.consumer_count:
+    _check_counts(ctx, queue.vhost, queue.name, queue.consumer_count, queue.message_count)
+
+
+def _check_counts(ctx: Context, vhost: str, name: str, consumers: int, messages: int) -> None:
+    where = f"queue '{name}' in vhost '{vhost}'"
+    if truthy(ctx.query.get("if-unused")) and consumers:
         raise bad_request(f"{where} in use")
-    if truthy(ctx.query.get("if-empty")) and queue.message_count:
+    if truthy(ctx.query.get("if-empty")) and messages:
         raise bad_request(f"{where} not empty")
 
 
@@ -206,9 +210,21 @@ def _delete_shared(ctx: Context) -> Awaitable[Reply]:
     not_found_unless(queue is not None or name in vhost.remote_queues)
     check_permission(ctx, "configure", vhost.name, name, "queue")
     if queue is not None:
-        # Counts are known where a queue lives: this node checks only the queues it is home to.
         _check_deletable(ctx, queue)
-    return shared_writes.delete_queue(ctx, vhost, name)
+        return shared_writes.delete_queue(ctx, vhost, name)
+    remote = vhost.remote_queues[name]
+    if not (truthy(ctx.query.get("if-unused")) or truthy(ctx.query.get("if-empty"))):
+        return shared_writes.delete_queue(ctx, vhost, name)
+
+    async def checked() -> Reply:
+        # Counts are known where a queue lives: its home node's decide the conditions.
+        found = await remote_queue_ops.status(ctx.broker, remote)
+        if found.code:
+            raise AMQPError(found.code, found.text)
+        _check_counts(ctx, vhost.name, name, found.consumer_count, found.message_count)
+        return await shared_writes.delete_queue(ctx, vhost, name)
+
+    return _on_home_node(ctx, remote, checked())
 
 
 def purge(ctx: Context) -> Reply | Awaitable[Reply]:

@@ -66,6 +66,10 @@ async def live_counts(
     return counts
 
 
+async def status(broker: Broker, queue: RemoteQueue) -> QueueStatus:
+    return await _ask(broker, queue, RequestKind.STATUS)
+
+
 async def purge(broker: Broker, queue: RemoteQueue) -> QueueStatus:
     return await _ask(broker, queue, RequestKind.PURGE)
 

@@ -15,6 +15,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import pika
+import pika.exceptions
+
 from tests.support.node import REPO, NodeProcess, wait_for
 
 CTL_TIMEOUT_SECONDS = 30.0
@@ -184,6 +187,17 @@ class Cluster:
 
     def logs(self) -> str:
         return "\n".join(f"===== {node.name}\n{node.log()}" for node in self.nodes)
+
+
+def queue_visible(url: str, queue: str) -> bool:
+    """Whether the node at `url` knows `queue` (other nodes apply a declaration a moment after
+    the declaring node answers)."""
+    with pika.BlockingConnection(pika.URLParameters(url)) as conn:
+        try:
+            conn.channel().queue_declare(queue, passive=True)
+        except pika.exceptions.ChannelClosedByBroker:
+            return False
+        return True
 
 
 @contextmanager

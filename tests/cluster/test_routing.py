@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import urllib.error
 import urllib.parse
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +20,7 @@ import pika
 import pika.exceptions
 import pytest
 
-from tests.cluster.processes import Cluster, ClusterNode, running_cluster
+from tests.cluster.processes import Cluster, ClusterNode, queue_visible, running_cluster
 from tests.support.node import wait_for
 
 A, B, C = 0, 1, 2
@@ -47,19 +48,9 @@ def declare_on(cluster: Cluster, index: int, queue: str, **arguments: Any) -> No
         channel = conn.channel()
         channel.queue_delete(queue)
         channel.queue_declare(queue, **arguments)
-    # The other nodes apply a declaration a moment after the declaring node answers.
     for other in range(len(cluster.nodes)):
         if other != index:
-            wait_for(lambda other=other: _visible(cluster, other, queue), 10, 0.02)
-
-
-def _visible(cluster: Cluster, index: int, queue: str) -> bool:
-    with connect(cluster, index) as conn:
-        try:
-            conn.channel().queue_declare(queue, passive=True)
-        except pika.exceptions.ChannelClosedByBroker:
-            return False
-        return True
+            wait_for(lambda other=other: queue_visible(url(cluster, other), queue), 10, 0.02)
 
 
 def home_counts(node: ClusterNode, queue: str) -> tuple[int, int, int]:
@@ -375,6 +366,11 @@ def test_management_on_any_node_reads_and_changes_remote_queues(three: Cluster) 
         {"count": 1, "ackmode": "ack_requeue_false", "encoding": "auto"},
     )
     assert [m["payload"] for m in taken] == ["m2"] and taken[0]["redelivered"]
+    # DELETE's conditions are decided by the home node's counts.
+    with pytest.raises(urllib.error.HTTPError) as not_empty:
+        other.http("DELETE", f"/api/queues/%2F/{queue}?if-empty=true")
+    assert not_empty.value.code == 400
+    assert queue in _queue_names(other)
     other.http("DELETE", f"/api/queues/%2F/{queue}/contents")
     wait_home_counts(three.nodes[A], queue, (0, 0, 0))
 

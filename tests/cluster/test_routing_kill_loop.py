@@ -18,7 +18,7 @@ import pika
 import pika.exceptions
 import pytest
 
-from tests.cluster.processes import Cluster, running_cluster
+from tests.cluster.processes import Cluster, queue_visible, running_cluster
 from tests.support.node import wait_for
 
 QUEUE = "kill-loop"
@@ -149,16 +149,7 @@ def _run_loop(rounds: int) -> None:
         with pika.BlockingConnection(pika.URLParameters(_url(cluster, A))) as conn:
             conn.channel().queue_declare(QUEUE, durable=True)
         for index in (B, C):
-
-            def visible(index: int = index) -> bool:
-                try:
-                    with pika.BlockingConnection(pika.URLParameters(_url(cluster, index))) as c:
-                        c.channel().queue_declare(QUEUE, passive=True)
-                    return True
-                except pika.exceptions.ChannelClosedByBroker:
-                    return False
-
-            wait_for(visible, 10, 0.05)
+            wait_for(lambda index=index: queue_visible(_url(cluster, index), QUEUE), 10, 0.05)
         tally = Tally()
         workers = [
             threading.Thread(target=publisher, args=(cluster, tally, 1_000_000), daemon=True),

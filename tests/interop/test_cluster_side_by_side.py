@@ -13,7 +13,7 @@ import pika
 import pika.exceptions
 import pytest
 
-from tests.cluster.processes import Cluster, running_cluster
+from tests.cluster.processes import Cluster, queue_visible, running_cluster
 from tests.interop.test_side_by_side import Transcript
 from tests.support.node import wait_for
 from tests.support.rabbitmq import find_rabbitmq
@@ -128,21 +128,8 @@ def _declare_on_a(three: ThreeNodes, queue: str, **arguments: Any) -> None:
         channel.queue_declare(queue, **arguments)
     finally:
         conn.close()
-    # Leveret's other nodes apply a declaration a moment after the declaring node answers.
     for index in (1, 2):
-        wait_for(lambda index=index: _visible(three.url(index), queue), 10, 0.02)
-
-
-def _visible(url: str, queue: str) -> bool:
-    conn = _connect(url)
-    try:
-        conn.channel().queue_declare(queue, passive=True)
-        return True
-    except pika.exceptions.ChannelClosedByBroker:
-        return False
-    finally:
-        if conn.is_open:
-            conn.close()
+        wait_for(lambda index=index: queue_visible(three.url(index), queue), 10, 0.02)
 
 
 def routed_across_nodes(three: ThreeNodes) -> Transcript:
