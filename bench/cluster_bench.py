@@ -2,7 +2,8 @@
 
 Metadata commands per second and latency (one node against three), leader failover after
 SIGKILL, a new node catching up on 100k metadata entries, and AMQP queue declares and deletes on
-a standalone node, a 3-node cluster (client on the leader, then on a follower) and RabbitMQ.
+a lone node (a one-voter Raft), a 3-node cluster (client on the leader, then on a follower) and
+RabbitMQ.
 
 Each node is a `leveret server` process. For the metadata part the load generator is a gRPC
 client of the cluster port (it signs its calls with the cluster secret, as a tool) that submits
@@ -99,12 +100,6 @@ class BenchNode:
     @property
     def amqp_url(self) -> str:
         return f"amqp://guest:guest@127.0.0.1:{self.ports['amqp']}/%2F"
-
-    @property
-    def shares_definitions(self) -> bool:
-        """Whether the cluster's replicated store decides this node's definitions (the marker
-        the node writes once it is clustered); a node nobody joined keeps its own journal."""
-        return (self.dir / "data" / "cluster" / "shares-definitions").exists()
 
     def get_json(self, path: str) -> Any:
         request = urllib.request.Request(f"http://127.0.0.1:{self.ports['mgmt']}{path}")
@@ -448,16 +443,14 @@ def wait_listed_everywhere(nodes: list[BenchNode], names: list[str]) -> None:
         wait(functools.partial(lists_all, node, set(names)), _LISTED_SECONDS, 0.2)
 
 
-def measure_declares_standalone(count: int) -> DeclareRun:
+def measure_declares_lone_node(count: int) -> DeclareRun:
     cluster = BenchCluster(1).form()
     try:
         node = cluster.nodes[0]
-        if node.shares_definitions:
-            raise RuntimeError(f"{node.name} was never joined but shares its definitions")
         declares, deletes = within(
             DECLARES_SECONDS_LIMIT, lambda: declare_then_delete(node.amqp_url, count)
         )
-        return DeclareRun("Leveret, 1 node (standalone)", "the node", declares, deletes)
+        return DeclareRun("Leveret, 1 node (one-voter Raft)", "the node", declares, deletes)
     finally:
         cluster.stop()
 
@@ -466,7 +459,6 @@ def measure_declares_clustered(count: int) -> list[DeclareRun]:
     """The same 3-node cluster, the client first on the leader, then on a follower."""
     cluster = BenchCluster(3).form()
     try:
-        wait(lambda: all(node.shares_definitions for node in cluster.nodes), 60, 0.05)
         leader = cluster.leader()
         assert leader is not None
         follower = next(node for node in cluster.nodes if node is not leader)
@@ -519,7 +511,7 @@ def measure_declares_rabbitmq_cluster(count: int) -> DeclareRun:
 
 
 def measure_declares(count: int) -> list[DeclareRun]:
-    runs = [measure_declares_standalone(count), *measure_declares_clustered(count)]
+    runs = [measure_declares_lone_node(count), *measure_declares_clustered(count)]
     return [*runs, measure_declares_rabbitmq(count), measure_declares_rabbitmq_cluster(count)]
 
 
@@ -594,9 +586,9 @@ def render_declares(runs: list[DeclareRun], load_average: float | None = None) -
         f" declares {count:,} durable queues one at a time, each waiting for its declare-ok, then"
         " deletes them one at a time, each waiting for its delete-ok (after a warm-up of"
         f" {DECLARES_WARM_UP} queues declared and deleted). Rates are operations per second over"
-        " each phase; latencies are per operation. A standalone Leveret node (one nobody joined)"
-        " appends each change to its own journal (definitions.log) and fsyncs it before"
-        " answering. A clustered node submits the change to the Raft leader (over gRPC from a"
+        " each phase; latencies are per operation. A lone Leveret node is a cluster of one: it"
+        " appends each change to its Raft log and fsyncs it before answering. A clustered node"
+        " submits the change to the Raft leader (over gRPC from a"
         " follower); the leader replies once a majority has fsynced the entry and it has applied"
         " it, and the node the client is on answers once it has applied the entry too. Queues"
         " live on the client's node (client-local). Between the declares and the deletes,"

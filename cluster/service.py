@@ -171,6 +171,15 @@ class ClusterService:
         """The replicated metadata as applied here (call `read_barrier` first to be current)."""
         return self.machine.state
 
+    @property
+    def applied_index(self) -> int:
+        """The index of the last metadata change applied on this node."""
+        return self._loop.applied_index
+
+    async def wait_applied(self, index: int) -> None:
+        """Return once this node has applied the metadata changes up to `index`."""
+        await self._loop.wait_applied(index)
+
     def on_effects(self, listener: EffectListener) -> None:
         """Call `listener(effects)` for the effects of every command applied on this node."""
         self.machine.on_effects(listener)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import declare_rules as rules
-from . import shared_declares
+from . import declares
 from .amqp import methods as m
 from .amqp.errors import AMQPError, ReplyCode, access_refused, not_found, precondition_failed
 from .amqp.fields import argument_types
@@ -18,6 +18,7 @@ from .amqp.frames import content_frames, deliver_frames, get_ok_frames, method_f
 from .declare_rules import FIELD_TYPE_NAMES
 from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, with_reply_address
 from .message import Message, check_properties, sender_selected
+from .metadata import MetadataStore
 from .names import consumer_tag as new_consumer_tag
 from .queues.classic import REJECTED, STORED, ClassicQueue
 from .queues.consumer import Consumer
@@ -30,7 +31,6 @@ from .queues.remote import (
     RequestKind,
 )
 from .queues.remote_consumer import RemoteQueueHandle
-from .shared_metadata import SharedMetadata
 
 if TYPE_CHECKING:
     from .session import Session
@@ -109,9 +109,9 @@ class Channel:
     # --- plumbing -----------------------------------------------------------------------------
 
     @property
-    def shared(self) -> SharedMetadata | None:
-        """Set on a clustered node, whose definitions the cluster decides (see shared_declares)."""
-        return self.session.broker.shared
+    def metadata(self) -> MetadataStore:
+        """Decides this channel's declarations, deletions and bindings (see declares)."""
+        return self.session.broker.metadata
 
     def reply(self, method: m.Method) -> None:
         self.session.write(method_frame(self.number, method))
@@ -153,13 +153,13 @@ class Channel:
     def _exchange_declare(self, method: m.ExchangeDeclare) -> None:
         if not method.passive:
             self._check("configure", "exchange", method.exchange, method)
-            if self.shared is not None:
-                shared_declares.exchange_declare(self, self.shared, method)
-                return
-        self.vhost.declare_exchange(
-            method.exchange,
+            declares.exchange_declare(self, self.metadata, method)
+            return
+        # 404 when it does not exist; nothing else of a passive declaration is checked.
+        self.vhost.check_exchange_declare(
+            rules.strip_cr_lf(method.exchange),
             method.type,
-            passive=method.passive,
+            passive=True,
             durable=method.durable,
             auto_delete=method.auto_delete,
             internal=method.internal,
@@ -171,68 +171,37 @@ class Channel:
 
     def _exchange_delete(self, method: m.ExchangeDelete) -> None:
         self._check("configure", "exchange", method.exchange, method)
-        if self.shared is not None:
-            shared_declares.exchange_delete(self, self.shared, method)
-            return
-        self.vhost.delete_exchange(method.exchange, if_unused=method.if_unused, method=method.ids)
-        if not method.no_wait:
-            self.reply(m.ExchangeDeleteOk())
+        declares.exchange_delete(self, self.metadata, method)
 
     def _exchange_bind(self, method: m.ExchangeBind) -> None:
         self._check("write", "exchange", method.destination, method)
         self._check("read", "exchange", method.source, method)
-        if self.shared is not None:
-            ok = None if method.no_wait else m.ExchangeBindOk()
-            shared_declares.bind(
-                self,
-                self.shared,
-                method.source,
-                method.destination,
-                "exchange",
-                method.routing_key,
-                method.arguments,
-                method,
-                ok,
-            )
-            return
-        self.vhost.bind(
+        declares.bind(
+            self,
+            self.metadata,
             method.source,
             method.destination,
             "exchange",
             method.routing_key,
             method.arguments,
-            method.ids,
+            method,
+            None if method.no_wait else m.ExchangeBindOk(),
         )
-        if not method.no_wait:
-            self.reply(m.ExchangeBindOk())
 
     def _exchange_unbind(self, method: m.ExchangeUnbind) -> None:
         self._check("write", "exchange", method.destination, method)
         self._check("read", "exchange", method.source, method)
-        if self.shared is not None:
-            ok = None if method.no_wait else m.ExchangeUnbindOk()
-            shared_declares.unbind(
-                self,
-                self.shared,
-                method.source,
-                method.destination,
-                "exchange",
-                method.routing_key,
-                method.arguments,
-                method,
-                ok,
-            )
-            return
-        self.vhost.unbind(
+        declares.unbind(
+            self,
+            self.metadata,
             method.source,
             method.destination,
             "exchange",
             method.routing_key,
             method.arguments,
-            method.ids,
+            method,
+            None if method.no_wait else m.ExchangeUnbindOk(),
         )
-        if not method.no_wait:
-            self.reply(m.ExchangeUnbindOk())
 
     # --- queues -------------------------------------------------------------------------------
 
@@ -254,28 +223,19 @@ class Channel:
             if not method.no_wait:
                 self.reply(m.QueueDeclareOk(REPLY_QUEUE, 0, 0))
             return
-        if not method.passive and method.queue:
-            self._check("configure", "queue", method.queue, method)
-        if self.shared is not None:
-            if not method.passive:
-                shared_declares.queue_declare(self, self.shared, method)
-                return
-            remote = self.vhost.remote_queues.get(method.queue)
-            if remote is not None:
-                self.declare_ok_remote(remote, method)
-                return
-        queue = self.vhost.declare_queue(
-            method.queue,
-            passive=method.passive,
-            durable=method.durable,
-            exclusive=method.exclusive,
-            auto_delete=method.auto_delete,
-            arguments=method.arguments,
-            owner=self.session,
-            method=method.ids,
-        )
-        if not method.queue:
-            self.last_queue_name = queue.name
+        if not method.passive:
+            if method.queue:
+                self._check("configure", "queue", method.queue, method)
+            declares.queue_declare(self, self.metadata, method)
+            return
+        name = rules.strip_cr_lf(method.queue)
+        remote = self.vhost.remote_queues.get(name)
+        if remote is not None:
+            self.declare_ok_remote(remote, method)
+            return
+        queue = self.vhost.get_queue(name, method.ids)
+        self.session.check_exclusive_access(queue, method.ids)
+        queue.touch()  # a passive declare renews an x-expires lease too
         if not method.no_wait:
             self.reply(m.QueueDeclareOk(queue.name, queue.message_count, queue.consumer_count))
 
@@ -357,26 +317,17 @@ class Channel:
             self.home_link(remote, method)  # RabbitMQ refuses to bind a queue whose node is down
         self._check("write", "queue", name, method)
         self._check("read", "exchange", method.exchange, method)
-        if self.shared is not None:
-            ok = None if method.no_wait else m.QueueBindOk()
-            shared_declares.bind(
-                self,
-                self.shared,
-                method.exchange,
-                name,
-                "queue",
-                method.routing_key,
-                method.arguments,
-                method,
-                ok,
-            )
-            return
-        queue = self.vhost.queues[name]
-        self.vhost.bind(
-            method.exchange, queue.name, "queue", method.routing_key, method.arguments, method.ids
+        declares.bind(
+            self,
+            self.metadata,
+            method.exchange,
+            name,
+            "queue",
+            method.routing_key,
+            method.arguments,
+            method,
+            None if method.no_wait else m.QueueBindOk(),
         )
-        if not method.no_wait:
-            self.reply(m.QueueBindOk())
 
     def _queue_unbind(self, method: m.QueueUnbind) -> None:
         name = self._queue_name(method.queue, method)
@@ -384,24 +335,18 @@ class Channel:
             self._bindable_queue(name, method)  # 405 for another connection's exclusive queue
         self._check("write", "queue", name, method)
         self._check("read", "exchange", method.exchange, method)
-        if self.shared is not None:
-            shared_declares.unbind(
-                self,
-                self.shared,
-                method.exchange,
-                name,
-                "queue",
-                method.routing_key,
-                method.arguments,
-                method,
-                m.QueueUnbindOk(),
-            )
-            return
         # A missing queue, exchange or binding is unbound already: RabbitMQ answers unbind-ok.
-        self.vhost.unbind(
-            method.exchange, name, "queue", method.routing_key, method.arguments, method.ids
+        declares.unbind(
+            self,
+            self.metadata,
+            method.exchange,
+            name,
+            "queue",
+            method.routing_key,
+            method.arguments,
+            method,
+            m.QueueUnbindOk(),
         )
-        self.reply(m.QueueUnbindOk())
 
     def _queue_purge(self, method: m.QueuePurge) -> None:
         remote = self._remote_queue(method.queue, method)
@@ -424,19 +369,7 @@ class Channel:
     def _queue_delete(self, method: m.QueueDelete) -> None:
         name = self._queue_name(method.queue, method)
         self._check("configure", "queue", name, method)
-        if self.shared is not None:
-            shared_declares.queue_delete(self, self.shared, name, method)
-            return
-        queue = self.vhost.queues.get(name)
-        if queue is None:
-            # Deleting a missing queue succeeds, as in RabbitMQ.
-            if not method.no_wait:
-                self.reply(m.QueueDeleteOk(0))
-            return
-        self.check_deletable(queue, method)
-        count = self.vhost.delete_queue(name)
-        if not method.no_wait:
-            self.reply(m.QueueDeleteOk(count))
+        declares.queue_delete(self, self.metadata, name, method)
 
     def check_deletable(self, queue: ClassicQueue, method: m.QueueDelete) -> None:
         """This connection may delete `queue`, and its if-unused / if-empty conditions hold."""

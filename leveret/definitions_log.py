@@ -1,8 +1,8 @@
-"""Durable definitions (vhosts, users, permissions, exchanges, queues, bindings) as a journal.
+"""Field tables as tagged JSON, and the journal in which nodes kept their definitions before.
 
-Each change is one JSON line, written and fsynced before the client hears it succeeded, as
-RabbitMQ commits a durable declaration before declare-ok. At boot the journal is replayed into
-a snapshot and rewritten compacted.
+Nodes of earlier versions that ran alone wrote each durable definition as one JSON line of
+definitions.log; the replicated store holds them now, and a node imports such a journal once
+(leveret.clustering.journal_import). Field-table arguments are stored as tagged JSON in both.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import base64
 import datetime
 import json
 import logging
-import os
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -87,11 +86,10 @@ def _key(record: Record) -> tuple[Any, ...]:
 
 
 class DefinitionsLog:
-    """The node's durable definitions: replayed at boot, appended to on each change."""
+    """The definitions journal an earlier version left in a data directory (read only)."""
 
     def __init__(self, directory: Path) -> None:
         self.path = directory / "definitions.log"
-        self._file: Any = None
 
     def load(self) -> list[Record]:
         """The live definitions, in the order they were made; a torn last line is ignored."""
@@ -112,44 +110,3 @@ class DefinitionsLog:
                     else:
                         live.pop(key, None)
         return list(live.values())
-
-    def compact(self, records: list[Record]) -> None:
-        """Rewrite the journal as just the live definitions (atomically), then open it for
-        appends."""
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.writelines(
-                json.dumps({"op": "put", "record": record}) + "\n" for record in records
-            )
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
-        _fsync_directory(self.path.parent)
-        # Kept open for appends; `close` releases it.
-        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-
-    def put(self, record: Record) -> None:
-        self._append({"op": "put", "record": record})
-
-    def delete(self, record: Record) -> None:
-        self._append({"op": "delete", "record": record})
-
-    def _append(self, entry: Record) -> None:
-        if self._file is None:
-            return  # not opened: a node without durable definitions (tests of the pure model)
-        self._file.write(json.dumps(entry) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-
-def _fsync_directory(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -31,8 +31,8 @@ from .amqp.errors import AMQPError, ReplyCode, resource_locked
 from .amqp.frames import method_frame
 from .auth import MECHANISMS, SaslError, is_loopback, parse_response
 from .channel import Channel
+from .metadata_commands import delete_queue as delete_queue_command
 from .names import RUN_ID
-from .shared_commands import delete_queue as delete_queue_command
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -162,14 +162,12 @@ class Session:
         self._throttled_by.clear()
         self._teardown_channels()
         if self.vhost is not None:
-            shared = self.broker.shared
             for name in list(self.exclusive_queues):
                 self.vhost.delete_queue(name)
-                if shared is not None:
-                    # Gone here at once; the cluster forgets it as soon as it can decide.
-                    shared.submit_eventually(
-                        delete_queue_command(self.vhost.name, name, self.owner_tag)
-                    )
+                # Gone here at once; the cluster forgets it as soon as it can decide.
+                self.broker.metadata.submit_eventually(
+                    delete_queue_command(self.vhost.name, name, self.owner_tag)
+                )
         self.exclusive_queues.clear()
         self.broker.session_closed(self)
 

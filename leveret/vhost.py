@@ -9,70 +9,36 @@ from typing import Any
 from . import declare_rules as rules
 from .amqp.fields import argument_types
 from .dead_letter import dead_lettered, is_cycle
-from .definitions_log import DefinitionsLog, decode_arguments, encode_arguments
 from .exchanges import exchange_type
-from .exchanges.base import Binding
 from .exchanges.exchange import Exchange, predeclared_exchanges, unbind_everywhere
 from .message import Message
+from .metadata import MetadataStore
+from .metadata_commands import delete_queue as delete_queue_command
 from .persistence import MessageStores
 from .queues.classic import ClassicQueue
 from .queues.remote import ConfirmWaiter, HomeLink, HomeLinks, RemoteQueue, by_home_node
 from .routing import route
-from .shared_commands import delete_queue as delete_queue_command
-from .shared_metadata import SharedMetadata
 
 
 class VirtualHost:
     def __init__(
-        self,
-        name: str,
-        *,
-        definitions: DefinitionsLog | None = None,
-        stores: MessageStores | None = None,
+        self, name: str, metadata: MetadataStore, *, stores: MessageStores | None = None
     ) -> None:
         self.name = name
         self.exchanges: dict[str, Exchange] = predeclared_exchanges()
         self.queues: dict[str, ClassicQueue] = {}
-        # On a clustered node: the queues whose home is another node, and the shared store
-        # that decides every change (the cluster applies them here; see shared_metadata).
+        # The queues whose home is another node of the cluster.
         self.remote_queues: dict[str, RemoteQueue] = {}
-        self.shared: SharedMetadata | None = None
-        # The links to the home nodes of remote queues (set with `shared`).
+        # Decides every change; the cluster applies them here (see metadata).
+        self.metadata = metadata
+        # The links to the home nodes of remote queues.
         self.links: HomeLinks | None = None
-        self.definitions = definitions
         self.stores = stores
         # Told of each new queue and exchange, so that policies apply to them from the start.
         self.on_queue_created: Callable[[ClassicQueue], None] | None = None
         self.on_exchange_created: Callable[[Exchange], None] | None = None
 
     # --- exchanges ----------------------------------------------------------------------------
-
-    def declare_exchange(
-        self,
-        name: str,
-        type_name: str,
-        *,
-        passive: bool,
-        durable: bool,
-        auto_delete: bool,
-        internal: bool,
-        arguments: dict[str, Any],
-        method: tuple[int, int],
-    ) -> Exchange:
-        name = rules.strip_cr_lf(name)
-        requested = self.check_exchange_declare(
-            name,
-            type_name,
-            passive=passive,
-            durable=durable,
-            auto_delete=auto_delete,
-            internal=internal,
-            arguments=arguments,
-            method=method,
-        )
-        if requested is None:
-            return self.exchanges[name]
-        return self.create_exchange(name, requested)
 
     def check_exchange_declare(
         self,
@@ -107,23 +73,7 @@ class VirtualHost:
         self.exchanges[name] = exchange
         if self.on_exchange_created is not None:
             self.on_exchange_created(exchange)
-        if requested.durable and self.definitions is not None:
-            self.definitions.put(exchange_record(self.name, exchange))
         return exchange
-
-    def delete_exchange(self, name: str, *, if_unused: bool, method: tuple[int, int]) -> None:
-        name = rules.strip_cr_lf(name)
-        exchange = self.exchanges.get(name)
-        exists = rules.check_exchange_delete(
-            name,
-            exists=exchange is not None,
-            if_unused=if_unused,
-            has_bindings_as_source=exchange is not None and exchange.has_bindings(),
-            vhost=self.name,
-            method=method,
-        )
-        if exists and exchange is not None:
-            self.remove_exchange(exchange)
 
     def remove_exchange(self, exchange: Exchange) -> None:
         """Delete an exchange, its bindings both ways, and auto-delete exchanges left unused."""
@@ -135,93 +85,10 @@ class VirtualHost:
             del self.exchanges[current.name]
             for binding in list(current.bindings()):
                 current.remove_binding(binding)
-                self._forget_binding(binding)
-            removed, unused = unbind_everywhere(self.exchanges.values(), "exchange", current.name)
-            for binding in removed:
-                self._forget_binding(binding)
+            _, unused = unbind_everywhere(self.exchanges.values(), "exchange", current.name)
             doomed.extend(unused)
-            if current.durable and self.definitions is not None:
-                self.definitions.delete(exchange_record(self.name, current))
-
-    def restore_exchange(self, record: dict[str, Any]) -> None:
-        """Recreate a durable exchange from its definition at boot."""
-        decl = rules.ExchangeDecl(
-            record["type"],
-            True,
-            record["auto_delete"],
-            record["internal"],
-            decode_arguments(record["arguments"]),
-            dict(record["argument_types"]),
-        )
-        self.exchanges[record["name"]] = Exchange.from_decl(record["name"], decl)
-
-    def restore_binding(self, record: dict[str, Any]) -> None:
-        source = self.exchanges.get(record["source"])
-        if source is None or not self.has_destination(
-            record["destination_kind"], record["destination"]
-        ):
-            return  # an end was deleted after the binding was written
-        source.add_binding(
-            Binding.of(
-                record["source"],
-                record["destination"],
-                record["destination_kind"],
-                record["routing_key"],
-                decode_arguments(record["arguments"]),
-            )
-        )
 
     # --- queues -------------------------------------------------------------------------------
-
-    def declare_queue(
-        self,
-        name: str,
-        *,
-        passive: bool,
-        durable: bool,
-        exclusive: bool,
-        auto_delete: bool,
-        arguments: dict[str, Any],
-        owner: Any,
-        method: tuple[int, int],
-    ) -> ClassicQueue:
-        name = rules.strip_cr_lf(name)
-        server_named = not name and not passive
-        if server_named:
-            name = rules.server_named_queue_name()
-        requested = rules.QueueDecl(
-            durable, exclusive, auto_delete, arguments, argument_types(arguments)
-        )
-        existing = self.queues.get(name)
-        create = rules.check_queue_declare(
-            name,
-            requested,
-            passive=passive,
-            existing=_decl_of(existing) if existing is not None else None,
-            owner=existing.exclusive_owner if existing is not None else None,
-            connection=owner,
-            server_named=server_named,
-            vhost=self.name,
-            method=method,
-        )
-        if not create:
-            assert existing is not None
-            existing.touch()  # a redeclare, passive or not, renews an x-expires lease
-            return existing
-        stored = requested.as_stored()
-        queue = self.add_queue(
-            name,
-            durable=stored.durable,
-            exclusive_owner=owner if exclusive else None,
-            auto_delete=auto_delete,
-            arguments=dict(arguments),
-            argument_types=dict(requested.argument_types),
-        )
-        if exclusive:
-            owner.exclusive_queues.add(name)
-        elif queue.durable and self.definitions is not None:
-            self.definitions.put(queue_record(self.name, queue))
-        return queue
 
     def add_queue(
         self,
@@ -279,25 +146,20 @@ class VirtualHost:
         owner = queue.exclusive_owner
         if owner is not None:
             owner.exclusive_queues.discard(name)
-        removed, unused = unbind_everywhere(self.exchanges.values(), "queue", name)
-        for binding in removed:
-            self._forget_binding(binding)
+        _, unused = unbind_everywhere(self.exchanges.values(), "queue", name)
         for exchange in unused:
             self.remove_exchange(exchange)
-        if queue.durable and owner is None and self.definitions is not None:
-            self.definitions.delete(queue_record(self.name, queue))
         return queue.delete()
 
     def _auto_delete(self, queue: ClassicQueue) -> None:
         if self.queues.get(queue.name) is not queue:
             return
-        if self.shared is not None:
-            # The cluster decides; the queue goes when its deletion is applied here.
-            owner = queue.exclusive_owner
-            owner_tag = owner.owner_tag if owner is not None else None
-            self.shared.submit_eventually(delete_queue_command(self.name, queue.name, owner_tag))
-            return
+        owner = queue.exclusive_owner
+        owner_tag = owner.owner_tag if owner is not None else None
+        # Gone here at once, as in RabbitMQ, whose clients may look for it right after their
+        # basic.cancel-ok; the cluster forgets it as soon as it can decide.
         self.delete_queue(queue.name)
+        self.metadata.submit_eventually(delete_queue_command(self.name, queue.name, owner_tag))
 
     def _dead_letter(self, queue: ClassicQueue, message: Message, reason: str) -> None:
         """Republish a message that died in `queue` to the queue's dead-letter exchange."""
@@ -325,69 +187,6 @@ class VirtualHost:
         if kind == "queue":
             return name in self.queues or name in self.remote_queues
         return name in self.exchanges
-
-    def bind(
-        self,
-        source: str,
-        destination: str,
-        kind: str,
-        routing_key: str,
-        arguments: dict[str, Any],
-        method: tuple[int, int],
-    ) -> None:
-        rules.check_bind(
-            source,
-            destination,
-            kind,
-            source_exists=source in self.exchanges,
-            destination_exists=self.has_destination(kind, destination),
-            vhost=self.name,
-            method=method,
-        )
-        exchange = self.exchanges[source]
-        binding = Binding.of(source, destination, kind, routing_key, arguments)  # type: ignore[arg-type]
-        exchange.validate_binding(binding, method)
-        if (
-            exchange.add_binding(binding)
-            and self._is_durable(binding)
-            and self.definitions is not None
-        ):
-            self.definitions.put(binding_record(self.name, binding, arguments))
-
-    def unbind(
-        self,
-        source: str,
-        destination: str,
-        kind: str,
-        routing_key: str,
-        arguments: dict[str, Any],
-        method: tuple[int, int],
-    ) -> None:
-        rules.check_unbind(source, destination, kind, method)
-        exchange = self.exchanges.get(source)
-        if exchange is None:
-            return
-        binding = Binding.of(source, destination, kind, routing_key, arguments)  # type: ignore[arg-type]
-        if not exchange.remove_binding(binding):
-            return
-        self._forget_binding(binding)
-        if exchange.auto_delete and not exchange.has_bindings():
-            self.remove_exchange(exchange)
-
-    def _is_durable(self, binding: Binding) -> bool:
-        """RabbitMQ keeps a binding across restarts when both of its ends are durable."""
-        source = self.exchanges.get(binding.source)
-        if source is None or not source.durable:
-            return False
-        if binding.destination_kind == "queue":
-            queue = self.queues.get(binding.destination)
-            return queue is not None and queue.durable and queue.exclusive_owner is None
-        destination = self.exchanges.get(binding.destination)
-        return destination is not None and destination.durable
-
-    def _forget_binding(self, binding: Binding) -> None:
-        if self.definitions is not None and self._is_durable(binding):
-            self.definitions.delete(binding_record(self.name, binding, binding.argument_table()))
 
     # --- routing ------------------------------------------------------------------------------
 
@@ -488,39 +287,3 @@ def _decl_of(queue: ClassicQueue) -> rules.QueueDecl:
         queue.arguments,
         queue.argument_types,
     )
-
-
-def exchange_record(vhost: str, exchange: Exchange) -> dict[str, Any]:
-    return {
-        "kind": "exchange",
-        "vhost": vhost,
-        "name": exchange.name,
-        "type": exchange.type,
-        "auto_delete": exchange.auto_delete,
-        "internal": exchange.internal,
-        "arguments": encode_arguments(dict(exchange.arguments)),
-        "argument_types": dict(exchange.argument_types or {}),
-    }
-
-
-def queue_record(vhost: str, queue: ClassicQueue) -> dict[str, Any]:
-    return {
-        "kind": "queue",
-        "vhost": vhost,
-        "name": queue.name,
-        "auto_delete": queue.auto_delete,
-        "arguments": encode_arguments(queue.arguments),
-        "argument_types": queue.argument_types,
-    }
-
-
-def binding_record(vhost: str, binding: Binding, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "kind": "binding",
-        "vhost": vhost,
-        "source": binding.source,
-        "destination": binding.destination,
-        "destination_kind": binding.destination_kind,
-        "routing_key": binding.routing_key,
-        "arguments": encode_arguments(dict(arguments)),
-    }

@@ -18,11 +18,11 @@ from leveret.auth import User
 from leveret.broker import Broker, Permission
 from leveret.definitions_log import decode_arguments
 from leveret.definitions_registry import Parameter, Policy
+from leveret.metadata import MetadataStore
+from leveret.metadata_commands import binding_of, delete_queue, exchange_decl, queue_decl
 from leveret.mgmt.broker_ops import delete_vhost
 from leveret.names import RUN_ID
 from leveret.queues.remote import RemoteQueue
-from leveret.shared_commands import binding_of, delete_queue, exchange_decl, queue_decl
-from leveret.shared_metadata import SharedMetadata
 from leveret.vhost import VirtualHost
 
 log = logging.getLogger(__name__)
@@ -36,12 +36,12 @@ class BrokerMirror:
     """Applies the replicated metadata to one node's broker."""
 
     def __init__(
-        self, broker: Broker, shared: SharedMetadata, state: Callable[[], MetadataState]
+        self, broker: Broker, metadata: MetadataStore, state: Callable[[], MetadataState]
     ) -> None:
         self._broker = broker
-        self._shared = shared
+        self._metadata = metadata
         self._state = state
-        self._node = shared.node_name
+        self._node = metadata.node_name
         # How often the model had to be rebuilt because an effect could not be applied.
         self.repairs = 0
 
@@ -144,7 +144,6 @@ class BrokerMirror:
         if record is None:
             return
         vhost = broker.add_vhost(name)
-        vhost.shared = self._shared
         metadata = broker.registry.metadata(name)
         metadata.description = record.get("description", "")
         metadata.tags = list(record.get("tags", []))
@@ -285,7 +284,7 @@ class BrokerMirror:
         if gone or (not record["durable"] and record.get("home_run") != RUN_ID):
             # Its connection or the node's run that declared it is over: the queue goes, as in
             # RabbitMQ, where exclusive and non-durable queues do not outlive either.
-            self._shared.submit_eventually(delete_queue(vhost.name, name, owner_tag))
+            self._metadata.submit_eventually(delete_queue(vhost.name, name, owner_tag))
             return
         queue = vhost.add_queue(
             name,

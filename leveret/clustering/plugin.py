@@ -1,9 +1,10 @@
 """How a node runs its cluster service: started with the node, stopped before it.
 
-A node keeps its definitions in its own journal while it runs alone. Once it is part of a
-cluster (it joined one, or another node joined it), the cluster's replicated store decides
-them: the broker submits every change there, and the mirror applies what the store commits to
-the broker's model. A marker file in the data directory remembers that across restarts.
+Every node keeps its definitions in the cluster's replicated store, a node that runs alone in
+its own one-voter one: the broker submits each change there, and the mirror applies what the
+store commits to the broker's model. A new node gives the store its defaults (or the journal
+an older version left in the data directory) on its first start; a node that joins brings
+none, as RabbitMQ resets a joining node. A marker file remembers that this happened.
 """
 
 from __future__ import annotations
@@ -15,18 +16,18 @@ from typing import Any
 
 from cluster.errors import ClusterError
 from cluster.management import ClusterManagement
-from cluster.metadata.commands import Effect
 from cluster.secret import SecretError
 from cluster.service import ClusterService
 from cluster.settings import ClusterSettings
 
+from ..definitions_log import DefinitionsLog
 from ..mgmt.cluster_link import attach_cluster, detach_cluster
 from ..server.node import StartupError
-from ..sysexits import EX_CONFIG
+from ..sysexits import EX_CONFIG, EX_UNAVAILABLE
 from .broker_mirror import BrokerMirror
-from .definitions_import import import_command
+from .cluster_metadata import ClusterMetadata
+from .journal_import import default_commands, journal_commands
 from .local_report import broker_report
-from .metadata_store import ClusterMetadata
 from .queue_link import QueueLinks
 from .queue_service import QueuesServicer
 
@@ -38,7 +39,7 @@ _FIRST_DEFINITIONS_SECONDS = 10.0
 
 
 class ClusterPlugin:
-    """The node's cluster service, its management view, and the shared definitions."""
+    """The node's cluster service, its management view, and the replicated definitions."""
 
     def __init__(self, config: Any, broker: Any) -> None:
         try:
@@ -54,44 +55,44 @@ class ClusterPlugin:
         )
         self._links: QueueLinks | None = None
         self._management = ClusterManagement(self.service, lambda: broker.config.cluster_name)
-        self.shared = ClusterMetadata(self.service)
-        self._mirror = BrokerMirror(broker, self.shared, lambda: self.service.metadata)
+        self.metadata = ClusterMetadata(self.service)
+        self._mirror = BrokerMirror(broker, self.metadata, lambda: self.service.metadata)
+        self._data_dir = settings.data_dir
+        # The file name predates lone nodes keeping their definitions in the store as well.
         self._marker = settings.data_dir / "cluster" / "shares-definitions"
-        joining_fresh = bool(settings.join) and _is_empty(settings.raft_dir)
-        self.shares_definitions = self._marker.exists() or joining_fresh
-        # A node that joins brings no definitions of its own (RabbitMQ resets a joining node).
-        self._imported = self.shares_definitions
-        self._import: dict[str, Any] = {}
+        self._joins_fresh = bool(settings.join) and _is_empty(settings.raft_dir)
         self._catch_up: asyncio.Task[None] | None = None
-        self.service.on_effects(self._on_effects)
-        self.service.machine.on_reset(lambda _state: self._on_reset())
-        self.service.before_admitting = self._share_definitions
+        self.service.on_effects(self._mirror.apply)
+        self.service.machine.on_reset(lambda _state: self._mirror.rebuild())
 
     @property
     def port(self) -> int:
         return self.service.port
 
     async def start(self) -> None:
-        if self.shares_definitions:
-            self._broker.share_metadata(self.shared)
-            self._write_marker()
+        self._broker.use_metadata(self.metadata)
         await self.service.start()
         self._links = QueueLinks(self.service.address_of, self.service.peers)
         self._broker.link_queues(self._links)
         attach_cluster(self._broker, self._management)
-        if self.shares_definitions:
-            self._mirror.rebuild()
-            self._catch_up = asyncio.get_running_loop().create_task(
-                self._finish_recovery_when_caught_up(), name="cluster-catch-up"
-            )
-            await self._wait_first_definitions()
+        self._mirror.rebuild()
+        if not self._marker.exists():
+            if not self._joins_fresh:
+                await self._give_first_definitions()
+            self._write_marker()
+        elif not self._joins_fresh:
+            await self._forget_transient_exchanges()
+        self._catch_up = asyncio.get_running_loop().create_task(
+            self._finish_recovery_when_caught_up(), name="cluster-catch-up"
+        )
+        await self._wait_first_definitions()
 
     async def stop(self) -> None:
         """Hands leadership over first, when this node leads."""
         if self._catch_up is not None:
             self._catch_up.cancel()
             await asyncio.gather(self._catch_up, return_exceptions=True)
-        await self.shared.stop()
+        await self.metadata.stop()
         self._broker.link_queues(None)
         if self._links is not None:
             await self._links.close()
@@ -99,33 +100,51 @@ class ClusterPlugin:
         self._management.close()
         await self.service.stop()
 
-    # -- the shared definitions ------------------------------------------------------------
+    # -- the replicated definitions --------------------------------------------------------
 
-    def _on_effects(self, effects: list[Effect]) -> None:
-        if self.shares_definitions:
-            self._mirror.apply(effects)
-
-    def _on_reset(self) -> None:
-        if self.shares_definitions:
-            self._mirror.rebuild()
-
-    async def _share_definitions(self) -> None:
-        """Before this node (the leader) admits another: if it ran alone until now, its
-        definitions become the cluster's, and the cluster decides them from now on."""
-        if not self.shares_definitions:
-            # Switch first, in the same step as the snapshot of the model: a change made after
-            # it goes through the cluster, ordered after the import.
-            self.shares_definitions = True
-            self._broker.share_metadata(self.shared)
-            self._import = import_command(self._broker, self.service.name)
-        if not self._imported:
-            reply = await self.service.submit(self._import)
-            self._imported = True
-            self._write_marker()
+    async def _give_first_definitions(self) -> None:
+        """A new node's defaults, or the journal of an older version, become the store's (this
+        node is its only voter until another joins it)."""
+        journal = DefinitionsLog(self._data_dir)
+        records = journal.load()
+        if records:
+            batch = journal_commands(records, self.service.name)
+        else:
+            batch = default_commands(self._broker.config)
+        try:
+            reply = await self.service.submit(batch)
+        except ClusterError as error:
+            raise StartupError(
+                EX_UNAVAILABLE, f"cannot store this node's first definitions: {error}"
+            ) from None
+        statuses = reply.get("statuses", [])
+        if records:
+            journal.path.rename(journal.path.with_name(journal.path.name + ".imported"))
             log.info(
-                "this node's definitions are the cluster's now (%d imported)",
-                len(reply.get("statuses", [])),
+                "imported %d definition(s) of %s into the replicated store (%d refused)",
+                len(statuses),
+                journal.path,
+                statuses.count("error"),
             )
+
+    async def _forget_transient_exchanges(self) -> None:
+        """RabbitMQ keeps a non-durable exchange while any node of its cluster runs: a node that
+        starts as the only member of its cluster is the whole cluster starting again."""
+        try:
+            await self.service.read_barrier()
+        except ClusterError as error:
+            log.info("transient exchanges stay for now: %s", error)
+            return
+        if self.service.status().voters != (self.service.name,):
+            return
+        state = self.service.metadata
+        transient = [
+            {"op": "delete_exchange", "vhost": record["vhost"], "name": record["name"]}
+            for record in state.exchanges()
+            if not record["durable"]
+        ]
+        if transient:
+            await self.service.submit({"op": "batch", "commands": transient})
 
     def _write_marker(self) -> None:
         self._marker.parent.mkdir(parents=True, exist_ok=True)
@@ -139,8 +158,9 @@ class ClusterPlugin:
             await asyncio.sleep(0.05)
 
     async def _finish_recovery_when_caught_up(self) -> None:
-        """Shared message bodies no queue refers to may go once every queue of this node is
-        open, which is known only when the log is applied up to the cluster's commit."""
+        """The messages of queues deleted while this node was down, and stored bodies no queue
+        refers to, may go once every queue of this node is open: which is known only when the
+        log is applied up to the cluster's commit."""
         while True:
             try:
                 await self.service.read_barrier()
@@ -148,8 +168,12 @@ class ClusterPlugin:
                 log.debug("not caught up with the cluster yet: %s", error)
                 await asyncio.sleep(1.0)
                 continue
-            if self._broker.stores is not None:
-                self._broker.stores.finish_recovery()
+            stores = self._broker.stores
+            if stores is not None:
+                for vhost in self._broker.vhosts.values():
+                    durable = {name for name, queue in vhost.queues.items() if queue.store}
+                    stores.forget_unknown_queues(vhost.name, durable)
+                stores.finish_recovery()
             return
 
 

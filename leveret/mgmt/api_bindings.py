@@ -7,16 +7,15 @@ from collections.abc import Awaitable
 from typing import Any
 from urllib.parse import quote, unquote
 
-from ..amqp.errors import AMQPError
 from ..declare_rules import EXCHANGE_BIND, EXCHANGE_UNBIND, QUEUE_BIND, QUEUE_UNBIND
 from ..exchanges.base import Binding
 from ..vhost import VirtualHost
-from . import shared_writes
+from . import metadata_writes
 from .access import login_vhosts
 from .api_exchanges import exchange_name
 from .api_queues import check_permission
-from .context import NO_CONTENT, Context, Reply, Route, not_found_unless, ok
-from .errors import bad_request, from_amqp, not_authorised
+from .context import Context, Reply, Route, not_found_unless, ok
+from .errors import bad_request, not_authorised
 from .exchange_view import binding_json, properties_key, vhost_bindings
 from .listing import list_response
 
@@ -92,15 +91,9 @@ def _creator(kind_letter: str) -> Any:
         method = QUEUE_BIND if kind == "queue" else EXCHANGE_BIND
         location = quote(destination, safe="") + "/" + properties_key(routing_key, arguments)
         created = Reply(201, headers=[("location", location)])
-        if ctx.broker.shared is not None:
-            return shared_writes.bind(
-                ctx, vhost, source, destination, kind, routing_key, dict(arguments), method, created
-            )
-        try:
-            vhost.bind(source, destination, kind, routing_key, dict(arguments), method)
-        except AMQPError as error:
-            raise from_amqp(error) from None
-        return created
+        return metadata_writes.bind(
+            ctx, vhost, source, destination, kind, routing_key, dict(arguments), method, created
+        )
 
     return handler
 
@@ -138,20 +131,7 @@ def _deleter(kind_letter: str) -> Any:
             # The default exchange's implicit bindings cannot be removed.
             raise not_authorised("Access refused.")
         method = QUEUE_UNBIND if kind == "queue" else EXCHANGE_UNBIND
-        if ctx.broker.shared is not None:
-            return shared_writes.unbind(ctx, vhost, binding, method)
-        try:
-            vhost.unbind(
-                binding.source,
-                binding.destination,
-                kind,
-                binding.routing_key,
-                binding.argument_table(),
-                method,
-            )
-        except AMQPError as error:
-            raise from_amqp(error) from None
-        return Reply(NO_CONTENT)
+        return metadata_writes.unbind(ctx, vhost, binding, method)
 
     return handler
 

@@ -8,29 +8,18 @@ from typing import Any
 from urllib.parse import quote
 
 from .. import __version__
-from ..amqp.errors import AMQPError
 from ..broker import Broker
-from ..declare_rules import EXCHANGE_BIND, EXCHANGE_DECLARE, QUEUE_BIND, QUEUE_DECLARE
-from ..definitions_registry import PolicyKind
 from ..exchanges.exchange import is_predeclared
-from . import shared_import
+from . import definitions_import
 from .access import require_admin, require_vhost
 from .account_bodies import HASHING_ALGORITHM
-from .api_policies import apply_parameter
-from .api_queues import ApiOwner
-from .api_users import apply_permission, apply_topic_permission, apply_user
-from .context import NO_CONTENT, Context, Reply, Route
+from .context import Context, Reply, Route
 from .definitions_input import (
-    items,
-    key_missing,
     read_document,
-    vhost_description_and_tags,
-    vhost_of,
 )
 from .errors import ApiError, bad_request
 from .json_values import jsonable
 from .node_view import COMPATIBLE_RABBITMQ_VERSION, PRODUCT_NAME
-from .policy_validation import PolicyInvalid, parse_policy
 
 # --- export -----------------------------------------------------------------------------------
 
@@ -169,143 +158,16 @@ def _download(ctx: Context, document: dict[str, Any]) -> Reply:
 # --- import -----------------------------------------------------------------------------------
 
 
-def import_definitions(
-    ctx: Context, document: dict[str, Any], forced_vhost: str | None = None
-) -> None:
-    """Apply definitions in dependency order; objects that already exist are left as they are,
-    and bindings whose ends are missing are skipped, as RabbitMQ does."""
-    if forced_vhost is None:
-        _import_access(ctx, document)
-    _import_policies(ctx, document, forced_vhost)
-    _import_queues(ctx, document, forced_vhost)
-    _import_exchanges(ctx, document, forced_vhost)
-    _import_bindings(ctx, document, forced_vhost)
+def _import(ctx: Context, document: dict[str, Any], forced_vhost: str | None) -> Awaitable[Reply]:
+    return definitions_import.import_definitions(ctx, document, forced_vhost)
 
 
-def _import_access(ctx: Context, document: dict[str, Any]) -> None:
-    registry = ctx.state.registry
-    for user in items(document, "users"):
-        apply_user(ctx, str(user["name"]), user)
-    for entry in items(document, "vhosts"):
-        name = str(entry["name"])
-        ctx.broker.add_vhost(name)
-        metadata = registry.metadata(name)
-        description, tags = vhost_description_and_tags(entry)
-        if description is not None:
-            metadata.description = description
-        if tags is not None:
-            metadata.tags = tags
-    for permission in items(document, "permissions"):
-        apply_permission(ctx, str(permission["user"]), str(permission["vhost"]), permission)
-    for topic in items(document, "topic_permissions"):
-        apply_topic_permission(ctx, str(topic["user"]), str(topic["vhost"]), topic)
-    for parameter in items(document, "global_parameters"):
-        registry.global_parameters[str(parameter["name"])] = parameter.get("value")
-
-
-def _import_policies(ctx: Context, document: dict[str, Any], forced_vhost: str | None) -> None:
-    for parameter in items(document, "parameters"):
-        vhost_name = vhost_of(ctx, parameter, forced_vhost)
-        apply_parameter(
-            ctx, str(parameter["component"]), vhost_name, str(parameter["name"]), parameter
-        )
-    kinds: tuple[tuple[PolicyKind, str], ...] = (
-        ("policy", "policies"),
-        ("operator_policy", "operator_policies"),
-    )
-    for kind, key in kinds:
-        for item in items(document, key):
-            vhost_name = vhost_of(ctx, item, forced_vhost)
-            name = str(item.get("name", ""))
-            try:
-                policy = parse_policy(kind, vhost_name, name, item)
-            except PolicyInvalid as invalid:
-                raise bad_request(f"{invalid} ({vhost_name}/{name})") from None
-            ctx.state.registry.set_policy(kind, policy)
-
-
-def _import_queues(ctx: Context, document: dict[str, Any], forced_vhost: str | None) -> None:
-    for queue in items(document, "queues"):
-        vhost = ctx.broker.vhosts[vhost_of(ctx, queue, forced_vhost)]
-        name = str(queue["name"])
-        if name in vhost.queues:
-            continue
-        try:
-            vhost.declare_queue(
-                name,
-                passive=False,
-                durable=queue.get("durable", True) is True,
-                exclusive=False,
-                auto_delete=queue.get("auto_delete", False) is True,
-                arguments=dict(queue.get("arguments") or {}),
-                owner=ApiOwner(),
-                method=QUEUE_DECLARE,
-            )
-        except AMQPError as error:
-            raise bad_request(error.text) from None
-
-
-def _import_exchanges(ctx: Context, document: dict[str, Any], forced_vhost: str | None) -> None:
-    for exchange in items(document, "exchanges"):
-        vhost = ctx.broker.vhosts[vhost_of(ctx, exchange, forced_vhost)]
-        name = str(exchange["name"])
-        if name in vhost.exchanges:
-            continue
-        try:
-            vhost.declare_exchange(
-                name,
-                str(exchange.get("type", "direct")),
-                passive=False,
-                durable=exchange.get("durable", True) is True,
-                auto_delete=exchange.get("auto_delete", False) is True,
-                internal=exchange.get("internal", False) is True,
-                arguments=dict(exchange.get("arguments") or {}),
-                method=EXCHANGE_DECLARE,
-            )
-        except AMQPError as error:
-            raise bad_request(error.text) from None
-
-
-def _import_bindings(ctx: Context, document: dict[str, Any], forced_vhost: str | None) -> None:
-    for binding in items(document, "bindings"):
-        vhost = ctx.broker.vhosts[vhost_of(ctx, binding, forced_vhost)]
-        kind = str(binding.get("destination_type", "queue"))
-        source, destination = str(binding["source"]), str(binding["destination"])
-        ends = vhost.queues if kind == "queue" else vhost.exchanges
-        if not source or source not in vhost.exchanges or destination not in ends:
-            continue
-        method = QUEUE_BIND if kind == "queue" else EXCHANGE_BIND
-        try:
-            vhost.bind(
-                source,
-                destination,
-                kind,
-                str(binding.get("routing_key", "")),
-                dict(binding.get("arguments") or {}),
-                method,
-            )
-        except AMQPError as error:
-            raise bad_request(error.text) from None
-
-
-def _import(
-    ctx: Context, document: dict[str, Any], forced_vhost: str | None
-) -> Reply | Awaitable[Reply]:
-    if ctx.broker.shared is not None:
-        return shared_import.import_definitions(ctx, document, forced_vhost)
-    try:
-        import_definitions(ctx, document, forced_vhost)
-    except KeyError as missing:
-        raise key_missing(missing) from None
-    return Reply(NO_CONTENT)
-
-
-def import_all(ctx: Context) -> Reply | Awaitable[Reply]:
+def import_all(ctx: Context) -> Awaitable[Reply]:
     require_admin(ctx.caller)
     return _import(ctx, read_document(ctx), None)
 
 
-def import_vhost(ctx: Context) -> Reply | Awaitable[Reply]:
+def import_vhost(ctx: Context) -> Awaitable[Reply]:
     require_admin(ctx.caller)
     vhost = ctx.param("vhost")
     if vhost not in ctx.broker.vhosts:

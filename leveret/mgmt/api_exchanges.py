@@ -6,23 +6,21 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ..amqp.errors import AMQPError
-from ..declare_rules import BASIC_PUBLISH, EXCHANGE_DECLARE, EXCHANGE_DELETE
+from ..declare_rules import BASIC_PUBLISH
 from ..queues.classic import ClassicQueue
 from ..queues.remote import RemoteQueue
-from . import shared_writes
+from . import metadata_writes
 from .access import login_vhosts
 from .api_queues import check_permission, truthy
 from .context import (
-    NO_CONTENT,
     Context,
     Reply,
     Route,
-    created_or_updated,
     not_found_unless,
     ok,
     require_keys,
 )
-from .errors import bad_request, from_amqp
+from .errors import bad_request
 from .exchange_view import exchange_json, vhost_bindings
 from .listing import list_response, select_columns
 from .message_view import message_from_json, properties_from_json
@@ -84,48 +82,23 @@ def declare(ctx: Context) -> Reply | Awaitable[Reply]:
     durable = truthy(body.get("durable", False))
     auto_delete = truthy(body.get("auto_delete", False))
     internal = truthy(body.get("internal", False))
-    if ctx.broker.shared is not None:
-        return shared_writes.declare_exchange(
-            ctx,
-            vhost,
-            name,
-            type_name,
-            durable=durable,
-            auto_delete=auto_delete,
-            internal=internal,
-            arguments=dict(arguments),
-        )
-    existed = name in vhost.exchanges
-    try:
-        vhost.declare_exchange(
-            name,
-            type_name,
-            passive=False,
-            durable=durable,
-            auto_delete=auto_delete,
-            internal=internal,
-            arguments=dict(arguments),
-            method=EXCHANGE_DECLARE,
-        )
-    except AMQPError as error:
-        raise from_amqp(error) from None
-    if not existed:
-        ctx.state.actors[("exchange", vhost.name, name)] = ctx.caller.name
-    return created_or_updated(not existed)
+    return metadata_writes.declare_exchange(
+        ctx,
+        vhost,
+        name,
+        type_name,
+        durable=durable,
+        auto_delete=auto_delete,
+        internal=internal,
+        arguments=dict(arguments),
+    )
 
 
 def delete(ctx: Context) -> Reply | Awaitable[Reply]:
     vhost, exchange = _exchange(ctx)
     check_permission(ctx, "configure", vhost.name, exchange.name, "exchange")
     if_unused = truthy(ctx.query.get("if-unused"))
-    if ctx.broker.shared is not None:
-        return shared_writes.delete_exchange(ctx, vhost, exchange, if_unused)
-    try:
-        vhost.delete_exchange(exchange.name, if_unused=if_unused, method=EXCHANGE_DELETE)
-    except AMQPError as error:
-        raise from_amqp(error) from None
-    ctx.state.actors.pop(("exchange", vhost.name, exchange.name), None)
-    return Reply(NO_CONTENT)
+    return metadata_writes.delete_exchange(ctx, vhost, exchange, if_unused)
 
 
 def publish(ctx: Context) -> Reply:

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..amqp.errors import AMQPError
 from ..amqp.properties import BasicProperties
-from ..declare_rules import QUEUE_DECLARE
+from . import metadata_writes
 from .access import require_vhost
-from .api_queues import ApiOwner
 from .context import Context, Reply, Route, ok
-from .errors import bad_request
+from .errors import ApiError, bad_request
 from .message_view import message_from_json
 from .node_view import LISTENER_PROTOCOLS
 
@@ -78,24 +76,20 @@ def certificate_expiration(ctx: Context) -> Reply:
     return ok({"status": "ok"})
 
 
-def aliveness(ctx: Context) -> Reply:
+async def aliveness(ctx: Context) -> Reply:
     """Declare the aliveness-test queue, publish a message to it and fetch it back."""
     name = ctx.param("vhost")
     require_vhost(ctx.broker, ctx.caller, name)
     vhost = ctx.broker.vhosts[name]
     try:
-        queue = vhost.declare_queue(
-            ALIVENESS_QUEUE,
-            passive=False,
-            durable=False,
-            exclusive=False,
-            auto_delete=False,
-            arguments={},
-            owner=ApiOwner(),
-            method=QUEUE_DECLARE,
+        await metadata_writes.declare_queue(
+            ctx, vhost, ALIVENESS_QUEUE, durable=False, auto_delete=False, arguments={}
         )
-    except AMQPError as error:
-        return _failed({"reason": error.text})
+    except ApiError as error:
+        return _failed({"reason": str(error.reason)})
+    queue = vhost.queues.get(ALIVENESS_QUEUE)
+    if queue is None:
+        return _failed({"reason": "the aliveness test queue is homed on another node"})
     message = message_from_json("", ALIVENESS_QUEUE, BasicProperties(), "test_message", "string")
     queue.publish(message)
     entry = queue.get(False)

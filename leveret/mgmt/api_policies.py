@@ -6,14 +6,12 @@ from collections.abc import Awaitable
 from typing import Any
 
 from ..definitions_registry import Parameter, Policy, PolicyKind
-from . import shared_writes
+from . import metadata_writes
 from .access import login_vhosts, require_admin, require_policymaker, require_vhost
 from .context import (
-    NO_CONTENT,
     Context,
     Reply,
     Route,
-    created_or_updated,
     not_found_unless,
     ok,
     require_keys,
@@ -72,18 +70,13 @@ def _policy_routes(kind: PolicyKind, prefix: str) -> list[Route]:
             policy = parse_policy(kind, vhost, ctx.param("name"), ctx.json_body())
         except PolicyInvalid as invalid:
             raise bad_request(str(invalid)) from None
-        if ctx.broker.shared is not None:
-            return shared_writes.set_policy(ctx, kind, policy)
-        return created_or_updated(ctx.state.registry.set_policy(kind, policy))
+        return metadata_writes.set_policy(ctx, kind, policy)
 
     def delete(ctx: Context) -> Reply | Awaitable[Reply]:
         authorise_write(ctx)
         vhost = ctx.param("vhost")
         require_vhost(ctx.broker, ctx.caller, vhost)
-        if ctx.broker.shared is not None:
-            return shared_writes.clear_policy(ctx, kind, vhost, ctx.param("name"))
-        not_found_unless(ctx.state.registry.clear_policy(kind, vhost, ctx.param("name")))
-        return Reply(NO_CONTENT)
+        return metadata_writes.clear_policy(ctx, kind, vhost, ctx.param("name"))
 
     return [
         Route(prefix, {"GET": list_all}),
@@ -139,40 +132,23 @@ def checked_parameter(
     return Parameter(component, vhost, name, body["value"])
 
 
-def apply_parameter(
-    ctx: Context, component: str, vhost: str, name: str, body: dict[str, Any]
-) -> bool:
-    parameter = checked_parameter(ctx, component, vhost, name, body)
-    return ctx.state.registry.set_parameter(parameter)
-
-
 def put_parameter(ctx: Context) -> Reply | Awaitable[Reply]:
     require_policymaker(ctx.caller)
     vhost = ctx.param("vhost")
     if vhost not in ctx.broker.vhosts:
         raise ApiError(404, "not_found", "vhost_not_found")
     require_vhost(ctx.broker, ctx.caller, vhost)
-    if ctx.broker.shared is not None:
-        parameter = checked_parameter(
-            ctx, ctx.param("component"), vhost, ctx.param("name"), ctx.json_body()
-        )
-        return shared_writes.set_parameter(ctx, parameter)
-    created = apply_parameter(
+    parameter = checked_parameter(
         ctx, ctx.param("component"), vhost, ctx.param("name"), ctx.json_body()
     )
-    return created_or_updated(created)
+    return metadata_writes.set_parameter(ctx, parameter)
 
 
 def delete_parameter(ctx: Context) -> Reply | Awaitable[Reply]:
     require_policymaker(ctx.caller)
     vhost = ctx.param("vhost")
     require_vhost(ctx.broker, ctx.caller, vhost)
-    if ctx.broker.shared is not None:
-        return shared_writes.clear_parameter(ctx, ctx.param("component"), vhost, ctx.param("name"))
-    not_found_unless(
-        ctx.state.registry.clear_parameter(ctx.param("component"), vhost, ctx.param("name"))
-    )
-    return Reply(NO_CONTENT)
+    return metadata_writes.clear_parameter(ctx, ctx.param("component"), vhost, ctx.param("name"))
 
 
 # --- global parameters --------------------------------------------------------------------------
@@ -200,23 +176,13 @@ def put_global(ctx: Context) -> Reply | Awaitable[Reply]:
     body = ctx.json_body()
     require_keys(body, "value")
     name = ctx.param("name")
-    if ctx.broker.shared is not None:
-        return shared_writes.set_global_parameter(ctx, name, body["value"])
-    table = ctx.state.registry.global_parameters
-    created = name not in table
-    table[name] = body["value"]
-    return created_or_updated(created)
+    return metadata_writes.set_global_parameter(ctx, name, body["value"])
 
 
 def delete_global(ctx: Context) -> Reply | Awaitable[Reply]:
     require_admin(ctx.caller)
     name = ctx.param("name")
-    if ctx.broker.shared is not None:
-        return shared_writes.clear_global_parameter(ctx, name)
-    table = ctx.state.registry.global_parameters
-    not_found_unless(name in table)
-    del table[name]
-    return Reply(NO_CONTENT)
+    return metadata_writes.clear_global_parameter(ctx, name)
 
 
 ROUTES = [

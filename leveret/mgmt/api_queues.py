@@ -6,8 +6,8 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ..amqp.errors import AMQPError
-from ..declare_rules import MAX_NAME_BYTES, QUEUE_DECLARE, home_node_down, not_found
-from . import remote_queue_ops, shared_writes
+from ..declare_rules import MAX_NAME_BYTES, home_node_down, not_found
+from . import metadata_writes, remote_queue_ops
 from .access import login_vhosts
 from .cluster_link import cluster_control
 from .context import (
@@ -15,7 +15,6 @@ from .context import (
     Context,
     Reply,
     Route,
-    created_or_updated,
     not_found_unless,
     ok,
     require_keys,
@@ -37,16 +36,6 @@ _ACK_MODES = (
     "reject_requeue_true",
     "reject_requeue_false",
 )
-
-
-class ApiOwner:
-    """The declaring "connection" of a queue made through the API: it owns no exclusive queues."""
-
-    def __init__(self) -> None:
-        self.exclusive_queues: set[str] = set()
-
-    def check_exclusive_access(self, queue: ClassicQueue, method: tuple[int, int]) -> None:
-        return None
 
 
 def truthy(value: Any) -> bool:
@@ -158,35 +147,9 @@ def declare(ctx: Context) -> Reply | Awaitable[Reply]:
     check_permission(ctx, "configure", vhost.name, name, "queue")
     durable = truthy(body.get("durable", False))
     auto_delete = truthy(body.get("auto_delete", False))
-    if ctx.broker.shared is not None:
-        return shared_writes.declare_queue(
-            ctx, vhost, name, durable=durable, auto_delete=auto_delete, arguments=dict(arguments)
-        )
-    existed = name in vhost.queues
-    try:
-        vhost.declare_queue(
-            name,
-            passive=False,
-            durable=durable,
-            exclusive=False,
-            auto_delete=auto_delete,
-            arguments=dict(arguments),
-            owner=ApiOwner(),
-            method=QUEUE_DECLARE,
-        )
-    except AMQPError as error:
-        raise from_amqp(error) from None
-    return created_or_updated(not existed)
-
-
-def delete(ctx: Context) -> Reply | Awaitable[Reply]:
-    if ctx.broker.shared is not None:
-        return _delete_shared(ctx)
-    queue = _queue(ctx)
-    check_permission(ctx, "configure", queue.vhost, queue.name, "queue")
-    _check_deletable(ctx, queue)
-    ctx.broker.vhosts[queue.vhost].delete_queue(queue.name)
-    return Reply(NO_CONTENT)
+    return metadata_writes.declare_queue(
+        ctx, vhost, name, durable=durable, auto_delete=auto_delete, arguments=dict(arguments)
+    )
 
 
 def _check_deletable(ctx: Context, queue: ClassicQueue) -> None:
@@ -202,8 +165,8 @@ def _check_counts(ctx: Context, vhost: str, name: str, consumers: int, messages:
         raise bad_request(f"{where} not empty")
 
 
-def _delete_shared(ctx: Context) -> Awaitable[Reply]:
-    """DELETE on a clustered node, where the queue may live on another node."""
+def delete(ctx: Context) -> Awaitable[Reply]:
+    """DELETE, decided by the cluster's store; a remote queue's counts are its home node's."""
     vhost = ctx.vhost()
     name = ctx.param("name")
     queue = vhost.queues.get(name)
@@ -211,10 +174,10 @@ def _delete_shared(ctx: Context) -> Awaitable[Reply]:
     check_permission(ctx, "configure", vhost.name, name, "queue")
     if queue is not None:
         _check_deletable(ctx, queue)
-        return shared_writes.delete_queue(ctx, vhost, name)
+        return metadata_writes.delete_queue(ctx, vhost, name)
     remote = vhost.remote_queues[name]
     if not (truthy(ctx.query.get("if-unused")) or truthy(ctx.query.get("if-empty"))):
-        return shared_writes.delete_queue(ctx, vhost, name)
+        return metadata_writes.delete_queue(ctx, vhost, name)
 
     async def checked() -> Reply:
         # Counts are known where a queue lives: its home node's decide the conditions.
@@ -222,7 +185,7 @@ def _delete_shared(ctx: Context) -> Awaitable[Reply]:
         if found.code:
             raise AMQPError(found.code, found.text)
         _check_counts(ctx, vhost.name, name, found.consumer_count, found.message_count)
-        return await shared_writes.delete_queue(ctx, vhost, name)
+        return await metadata_writes.delete_queue(ctx, vhost, name)
 
     return _on_home_node(ctx, remote, checked())
 

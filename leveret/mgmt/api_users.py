@@ -7,10 +7,9 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ..broker import Permission
-from . import shared_writes
+from . import metadata_writes
 from .access import require_admin, require_vhost
 from .account_bodies import HASHING_ALGORITHM, checked_user
-from .broker_ops import clear_permissions, delete_user, put_user
 from .context import (
     NO_CONTENT,
     Context,
@@ -78,33 +77,14 @@ def show_user(ctx: Context) -> Reply:
     return ok(user_json(user, ctx.state.registry.user_limits.get(user.name)))
 
 
-def apply_user(ctx: Context, name: str, body: dict[str, Any]) -> bool:
-    """Create or update a user from a PUT body or a definitions entry; True if created."""
-    change = checked_user(body)
-    return put_user(
-        ctx.broker,
-        name,
-        change.tags,
-        password=change.password,
-        password_hash=change.password_hash,
-    )
-
-
 def put_user_handler(ctx: Context) -> Reply | Awaitable[Reply]:
     require_admin(ctx.caller)
-    if ctx.broker.shared is not None:
-        return shared_writes.put_user(ctx, ctx.param("user"), checked_user(ctx.json_body()))
-    return created_or_updated(apply_user(ctx, ctx.param("user"), ctx.json_body()))
+    return metadata_writes.put_user(ctx, ctx.param("user"), checked_user(ctx.json_body()))
 
 
 def delete_user_handler(ctx: Context) -> Reply | Awaitable[Reply]:
     require_admin(ctx.caller)
-    user = _user(ctx)
-    if ctx.broker.shared is not None:
-        return shared_writes.delete_user(ctx, user.name)
-    delete_user(ctx.broker, user.name)
-    ctx.state.registry.forget_user(user.name)
-    return Reply(NO_CONTENT)
+    return metadata_writes.delete_user(ctx, _user(ctx).name)
 
 
 def bulk_delete(ctx: Context) -> Reply | Awaitable[Reply]:
@@ -117,12 +97,7 @@ def bulk_delete(ctx: Context) -> Reply | Awaitable[Reply]:
     for name in names:
         if name not in ctx.broker.users:
             raise ApiError(400, "bad_request", ["no_such_user", name])
-    if ctx.broker.shared is not None:
-        return shared_writes.delete_users(ctx, names)
-    for name in names:
-        delete_user(ctx.broker, name)
-        ctx.state.registry.forget_user(name)
-    return Reply(NO_CONTENT)
+    return metadata_writes.delete_users(ctx, names)
 
 
 def user_permissions(ctx: Context) -> Reply:
@@ -191,29 +166,17 @@ def checked_permission(ctx: Context, user: str, vhost: str, body: dict[str, Any]
     return Permission(*patterns)
 
 
-def apply_permission(ctx: Context, user: str, vhost: str, body: dict[str, Any]) -> bool:
-    permission = checked_permission(ctx, user, vhost, body)
-    created = (user, vhost) not in ctx.broker.permissions
-    ctx.broker.set_permissions(user, vhost, permission)
-    return created
-
-
 def put_permission(ctx: Context) -> Reply | Awaitable[Reply]:
     require_admin(ctx.caller)
     user, vhost = _permission_key(ctx)
-    if ctx.broker.shared is not None:
-        permission = checked_permission(ctx, user, vhost, ctx.json_body())
-        return shared_writes.set_permissions(ctx, user, vhost, permission)
-    return created_or_updated(apply_permission(ctx, user, vhost, ctx.json_body()))
+    permission = checked_permission(ctx, user, vhost, ctx.json_body())
+    return metadata_writes.set_permissions(ctx, user, vhost, permission)
 
 
 def delete_permission(ctx: Context) -> Reply | Awaitable[Reply]:
     require_admin(ctx.caller)
     user, vhost = _permission_key(ctx)
-    if ctx.broker.shared is not None:
-        return shared_writes.clear_permissions(ctx, user, vhost)
-    not_found_unless(clear_permissions(ctx.broker, user, vhost))
-    return Reply(NO_CONTENT)
+    return metadata_writes.clear_permissions(ctx, user, vhost)
 
 
 # --- topic permissions (stored and listed; the topic exchange does not enforce them yet) ------

@@ -5,12 +5,10 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from ..broker import Permission
-from . import shared_writes
+from . import metadata_writes
 from .access import require_admin, visible_vhosts
-from .account_bodies import checked_vhost, parse_tags
-from .broker_ops import delete_vhost
-from .context import NO_CONTENT, Context, Reply, Route, created_or_updated, not_found_unless, ok
+from .account_bodies import checked_vhost
+from .context import Context, Reply, Route, not_found_unless, ok
 from .figures import QueueFigures, total
 from .listing import list_response, select_columns
 from .queue_view import message_stats
@@ -74,33 +72,14 @@ def show(ctx: Context) -> Reply:
 def put(ctx: Context) -> Reply | Awaitable[Reply]:
     require_admin(ctx.caller)
     name = ctx.param("vhost")
-    body = ctx.json_body()
-    if ctx.broker.shared is not None:
-        return shared_writes.put_vhost(ctx, name, checked_vhost(body))
-    created = name not in ctx.broker.vhosts
-    metadata = ctx.state.registry.metadata(name)
-    if "description" in body:
-        metadata.description = str(body["description"])
-    if "tags" in body:
-        metadata.tags = parse_tags(body["tags"])
-    if "tracing" in body:
-        metadata.tracing = body["tracing"] is True
-    if created:
-        ctx.broker.add_vhost(name)
-        # As RabbitMQ does, whoever creates a vhost may use it at once.
-        ctx.broker.set_permissions(ctx.caller.name, name, Permission())
-    return created_or_updated(created)
+    return metadata_writes.put_vhost(ctx, name, checked_vhost(ctx.json_body()))
 
 
 def delete(ctx: Context) -> Reply | Awaitable[Reply]:
     require_admin(ctx.caller)
     name = ctx.param("vhost")
     not_found_unless(name in ctx.broker.vhosts)
-    if ctx.broker.shared is not None:
-        return shared_writes.delete_vhost(ctx, name)
-    delete_vhost(ctx.broker, name)
-    ctx.state.registry.forget_vhost(name)
-    return Reply(NO_CONTENT)
+    return metadata_writes.delete_vhost(ctx, name)
 
 
 ROUTES: list[Route] = [

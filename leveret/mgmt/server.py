@@ -9,7 +9,7 @@ from collections import ChainMap, deque
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..shared_metadata import MetadataUnavailable
+from ..metadata import MetadataUnavailable
 from .access import authenticate
 from .context import Context, Reply, Route
 from .errors import ApiError, method_not_allowed, object_not_found

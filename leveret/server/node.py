@@ -14,7 +14,6 @@ from typing import Any, Protocol, cast
 
 from ..broker import Broker
 from ..config import Config
-from ..definitions_log import DefinitionsLog
 from ..mgmt import start_management
 from ..persistence import MessageStores
 from ..store import DiskMonitor
@@ -37,9 +36,6 @@ class StartupError(Exception):
 
 class Clustering(Protocol):
     """What a node needs of its cluster extension (leveret.clustering.plugin.ClusterPlugin)."""
-
-    @property
-    def shares_definitions(self) -> bool: ...
 
     @property
     def port(self) -> int: ...
@@ -70,14 +66,13 @@ class Node:
                 EX_CANTCREAT, f"cannot use the data directory {path}: {error.strerror or error}"
             ) from None
         try:
-            self.definitions = DefinitionsLog(path)
             self.stores = MessageStores(path)
         except OSError as error:
             self._lock.release()
             raise StartupError(
                 EX_CANTCREAT, f"cannot open the data in {path}: {error.strerror or error}"
             ) from None
-        self.broker = Broker(config, definitions=self.definitions, stores=self.stores)
+        self.broker = Broker(config, stores=self.stores)
         self.ports: dict[str, int] = {}
         self._servers: list[asyncio.Server] = []
         self._monitor: MemoryMonitor | None = None
@@ -86,13 +81,10 @@ class Node:
         self._cluster_started = False
 
     async def start(self) -> None:
-        """Recover, join or form the cluster, then listen; StartupError says what failed."""
+        """Join or form the cluster, whose replicated store gives this node its definitions
+        (and so its queues, recovered from disk), then listen; StartupError says what failed."""
         config = self.config
         self.cluster = self._make_clustering(config, self.broker)
-        # The definitions come from this node's journal while it runs alone, from the cluster's
-        # replicated store once it belongs to a cluster (which the cluster plugin knows).
-        if not self.cluster.shares_definitions:
-            self.broker.recover()
         _check_address(config.bind)
         self._cluster_started = True
         try:
@@ -174,7 +166,6 @@ class Node:
             if queue.store is not None
         ]
         await self.stores.close(queue_stores)
-        self.definitions.close()
         self._lock.release()
 
     async def _watch_disk(self) -> None:

@@ -205,14 +205,7 @@ def test_unknown_vhost(node: InProcessNode) -> None:
 
 
 def test_permissions_are_enforced(node: InProcessNode) -> None:
-    from leveret.broker import Permission
-
-    node.call(lambda: node.broker.add_user("carol", "pw"))
-    node.call(
-        lambda: node.broker.set_permissions(
-            "carol", "/", Permission("^carol-", "^carol-|^amq\\.default$", "^carol-")
-        )
-    )
+    node.add_user("carol", "pw", ("^carol-", "^carol-|^amq\\.default$", "^carol-"))
     conn = pika.BlockingConnection(pika.URLParameters(f"amqp://carol:pw@127.0.0.1:{node.port}/"))
     try:
         conn.channel().queue_declare("carol-q")

@@ -27,7 +27,6 @@ import pytest
 from leveret.amqp import methods as m
 from leveret.amqp.constants import PROTOCOL_HEADER
 from leveret.amqp.frames import HEARTBEAT_FRAME, method_frame
-from leveret.broker import Permission
 from tests.support.node import InProcessNode, wait_for
 from tests.support.rabbitmq import rabbitmq  # noqa: F401 - fixture
 from tests.support.raw_client import RawClient
@@ -648,8 +647,7 @@ def test_guest_is_refused_from_a_non_loopback_address() -> None:
         pytest.skip("this machine has no non-loopback IPv4 address to connect from")
     node = InProcessNode(bind=address)
     try:
-        node.call(lambda: node.broker.add_user("alice", "secret"))
-        node.call(lambda: node.broker.set_permissions("alice", "/", Permission()))
+        node.add_user("alice", "secret")
         with pytest.raises(pika.exceptions.ProbableAuthenticationError) as caught:
             pika.BlockingConnection(
                 pika.URLParameters(f"amqp://guest:guest@{address}:{node.port}/")

@@ -16,7 +16,7 @@ from leveret import declare_rules as rules
 from leveret.broker import Broker
 from leveret.clustering.broker_mirror import BrokerMirror
 from leveret.config import Config
-from leveret.shared_commands import declare_queue
+from leveret.metadata_commands import declare_queue
 from leveret.vhost import VirtualHost
 
 NODE = "n1@localhost"
@@ -49,7 +49,7 @@ class InProcessStore:
 def mirrored() -> Iterator[tuple[Broker, InProcessStore, BrokerMirror]]:
     store = InProcessStore()
     broker = Broker(Config(node_name=NODE))
-    broker.share_metadata(store)
+    broker.use_metadata(store)
     mirror = BrokerMirror(broker, store, lambda: store.state)
     store.mirror = mirror
     store.commit({"op": "add_vhost", "name": "/"})

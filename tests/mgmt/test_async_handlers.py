@@ -19,8 +19,8 @@ import pytest
 from leveret.auth import check_password
 from leveret.broker import Broker, Permission
 from leveret.definitions_log import decode_arguments
-from leveret.shared_commands import binding_of, exchange_decl
-from leveret.shared_metadata import Command, MetadataUnavailable, Reply
+from leveret.metadata import Command, MetadataUnavailable, Reply
+from leveret.metadata_commands import binding_of, exchange_decl
 from tests.mgmt.conftest import ManagedNode
 from tests.mgmt.test_http_server import AUTH, read_responses
 
@@ -36,7 +36,7 @@ def _add_vhost(broker: Broker, command: Command) -> Reply:
 
 def _set_permissions(broker: Broker, command: Command) -> Reply:
     permission = Permission(command["configure"], command["write"], command["read"])
-    broker.set_permissions(command["user"], command["vhost"], permission)
+    broker.permissions[(command["user"], command["vhost"])] = permission
     return {"status": "ok"}
 
 
@@ -86,7 +86,7 @@ APPLIERS: dict[str, Applier] = {
 
 
 class FakeSharedStore:
-    """A SharedMetadata that decides everything at once, on this node alone."""
+    """A MetadataStore that decides everything at once, on this node alone."""
 
     node_name = "fake-home-node"
 
@@ -119,11 +119,12 @@ class FakeSharedStore:
 @pytest.fixture
 def store(managed: ManagedNode) -> Iterator[FakeSharedStore]:
     fake = FakeSharedStore(managed.broker)
-    managed.node.call(lambda: setattr(managed.broker, "shared", fake))
+    real = managed.broker.metadata
+    managed.node.call(lambda: setattr(managed.broker, "metadata", fake))
     try:
         yield fake
     finally:
-        managed.node.call(lambda: setattr(managed.broker, "shared", None))
+        managed.node.call(lambda: setattr(managed.broker, "metadata", real))
 
 
 def _request(method: str, path: str, body: str = "") -> bytes:

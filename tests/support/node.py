@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
+from leveret.auth import hash_password
 from leveret.clustering.plugin import ClusterPlugin
 from leveret.config import Config
 from leveret.server.node import Node
@@ -66,6 +67,25 @@ class InProcessNode:
 
     def _submit(self, coro: Any) -> Future[Any]:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def add_user(
+        self, name: str, password: str, permissions: tuple[str, str, str] = (".*", ".*", ".*")
+    ) -> None:
+        """A user with `permissions` (configure, write, read) in vhost "/", as the management
+        API would make it: decided by the node's metadata store."""
+        configure, write, read = permissions
+        for command in (
+            {"op": "put_user", "name": name, "password_hash": hash_password(password), "tags": []},
+            {
+                "op": "set_permissions",
+                "user": name,
+                "vhost": "/",
+                "configure": configure,
+                "write": write,
+                "read": read,
+            },
+        ):
+            self._submit(self.broker.metadata.submit(command)).result(10)
 
     def call(self, fn: Callable[[], T]) -> T:
         """Run fn on the node's loop and return its result."""

@@ -1,4 +1,4 @@
-"""Definitions as commands and records of the shared metadata store, and back again.
+"""Definitions as commands and records of the metadata store, and back again.
 
 Field-table arguments travel as tagged JSON (`encode_arguments`) with their AMQP type letters
 beside them, so that a node that did not see the declaration compares redeclarations exactly as
@@ -12,8 +12,8 @@ from typing import Any
 from . import declare_rules as rules
 from .definitions_log import decode_arguments, encode_arguments
 from .exchanges.base import Binding
+from .metadata import Command
 from .names import RUN_ID
-from .shared_metadata import Command
 
 Record = dict[str, Any]
 

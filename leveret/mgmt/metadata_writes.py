@@ -1,9 +1,8 @@
-"""Management writes on a clustered node: checked here as on a single node, decided by the cluster.
+"""Management writes: checked here, decided by the metadata store, answered from its outcome.
 
-Handlers parse and authorise a request as always, then, when the node shares its metadata
-(`broker.shared`), hand the change to one of these coroutines instead of changing the model.
-Each submits the change as a command to the shared store and answers from its outcome; by
-then the cluster has applied the change to this node's model. A declaration that lost a race
+Handlers parse and authorise a request, then hand the change to one of these coroutines, which
+submits it as a command to the metadata store (`broker.metadata`) and answers from its outcome;
+by then the store has applied the change to this node's model. A declaration that lost a race
 to another node's is checked again against the winner, so the client gets the answer a single
 node would give. `MetadataUnavailable` escapes to the server, which answers 503.
 """
@@ -16,14 +15,14 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from .. import declare_rules as rules
-from .. import shared_commands as commands
+from .. import metadata_commands as commands
 from ..amqp.errors import AMQPError, precondition_failed
 from ..amqp.fields import argument_types
 from ..broker import Permission
 from ..declare_rules import EXCHANGE_DECLARE, EXCHANGE_DELETE, QUEUE_DECLARE
 from ..exchanges.base import Binding
-from ..shared_metadata import Command, SharedMetadata
-from ..shared_metadata import Reply as Outcome
+from ..metadata import Command
+from ..metadata import Reply as Outcome
 from .broker_ops import new_password_hash
 from .context import NO_CONTENT, Context, Reply, created_or_updated, not_found_unless
 from .errors import ApiError, bad_request, from_amqp
@@ -41,19 +40,13 @@ log = logging.getLogger(__name__)
 _API_CONNECTION = object()
 
 
-def shared_store(ctx: Context) -> SharedMetadata:
-    shared = ctx.broker.shared
-    assert shared is not None, "handlers choose these writes only on a clustered node"
-    return shared
-
-
 async def decide(ctx: Context, command: Command, refused: ApiError | None = None) -> Outcome:
     """The store's outcome of `command`; an "error" outcome becomes `refused` (or a 400).
 
     The checks made before submitting refuse what the store would; an error is left for races
     with other nodes (a vhost or user deleted meanwhile).
     """
-    outcome = await shared_store(ctx).submit(command)
+    outcome = await ctx.broker.metadata.submit(command)
     if outcome.get("status") == "error":
         log.warning("the cluster refused %s: %s", command.get("op"), outcome.get("reason"))
         raise refused if refused is not None else bad_request(str(outcome.get("reason")))
@@ -322,7 +315,7 @@ async def declare_queue(
         if queue is not None:
             queue.touch()  # a redeclare renews an x-expires lease
         return created_or_updated(False)
-    store = shared_store(ctx)
+    store = ctx.broker.metadata
     command = commands.declare_queue(vhost.name, name, requested.as_stored(), None, store.node_name)
     outcome = await decide(ctx, command)
     if outcome["status"] == "created":

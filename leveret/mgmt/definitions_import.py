@@ -1,18 +1,16 @@
-"""Definitions import on a clustered node: each entry checked as a single node checks it, then
-decided by the cluster, in the same order and with the same answers as the single node's import.
-"""
+"""Definitions import: each entry checked here, then decided by the metadata store, in order."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .. import declare_rules as rules
-from .. import shared_commands as commands
+from .. import metadata_commands as commands
 from ..amqp.errors import AMQPError
 from ..declare_rules import EXCHANGE_BIND, EXCHANGE_DECLARE, QUEUE_BIND
 from ..definitions_registry import PolicyKind
 from ..exchanges.base import Binding
-from . import shared_writes
+from . import metadata_writes
 from .account_bodies import checked_user
 from .api_policies import checked_parameter
 from .api_users import apply_topic_permission, checked_permission
@@ -45,13 +43,13 @@ def _no_such_vhost(vhost: str) -> ApiError:
 
 async def _import_access(ctx: Context, document: dict[str, Any]) -> None:
     for entry in items(document, "users"):
-        await shared_writes.put_user(ctx, str(entry["name"]), checked_user(entry))
+        await metadata_writes.put_user(ctx, str(entry["name"]), checked_user(entry))
     for entry in items(document, "vhosts"):
         name = str(entry["name"])
         description, tags = vhost_description_and_tags(entry)
         if name not in ctx.broker.vhosts:
             command = {"op": "add_vhost", "name": name, "description": description or ""}
-            await shared_writes.decide(ctx, {**command, "tags": tags or []})
+            await metadata_writes.decide(ctx, {**command, "tags": tags or []})
         # An existing vhost's description and tags have no command in the store: kept here.
         metadata = ctx.state.registry.metadata(name)
         if description is not None:
@@ -62,15 +60,15 @@ async def _import_access(ctx: Context, document: dict[str, Any]) -> None:
         user, vhost = str(entry["user"]), str(entry["vhost"])
         permission = checked_permission(ctx, user, vhost, entry)
         refused = bad_request("vhost_or_user_not_found")
-        await shared_writes.decide(
-            ctx, shared_writes.permissions_command(user, vhost, permission), refused
+        await metadata_writes.decide(
+            ctx, metadata_writes.permissions_command(user, vhost, permission), refused
         )
     for topic in items(document, "topic_permissions"):
         # Topic permissions are kept by each node (the store has no command for them yet).
         apply_topic_permission(ctx, str(topic["user"]), str(topic["vhost"]), topic)
     for parameter in items(document, "global_parameters"):
         command = {"op": "set_global_parameter", "name": str(parameter["name"])}
-        await shared_writes.decide(ctx, {**command, "value": parameter.get("value")})
+        await metadata_writes.decide(ctx, {**command, "value": parameter.get("value")})
 
 
 async def _import_policies(
@@ -81,8 +79,8 @@ async def _import_policies(
         parameter = checked_parameter(
             ctx, str(entry["component"]), vhost, str(entry["name"]), entry
         )
-        command = shared_writes.parameter_command(parameter)
-        await shared_writes.decide(ctx, command, _no_such_vhost(vhost))
+        command = metadata_writes.parameter_command(parameter)
+        await metadata_writes.decide(ctx, command, _no_such_vhost(vhost))
     kinds: tuple[tuple[PolicyKind, str], ...] = (
         ("policy", "policies"),
         ("operator_policy", "operator_policies"),
@@ -95,31 +93,31 @@ async def _import_policies(
                 policy = parse_policy(kind, vhost, name, item)
             except PolicyInvalid as invalid:
                 raise bad_request(f"{invalid} ({vhost}/{name})") from None
-            command = shared_writes.policy_command(kind, policy)
-            await shared_writes.decide(ctx, command, _no_such_vhost(vhost))
+            command = metadata_writes.policy_command(kind, policy)
+            await metadata_writes.decide(ctx, command, _no_such_vhost(vhost))
 
 
 async def _import_queues(ctx: Context, document: dict[str, Any], forced_vhost: str | None) -> None:
-    store = shared_writes.shared_store(ctx)
+    store = ctx.broker.metadata
     for entry in items(document, "queues"):
         vhost = ctx.broker.vhosts[vhost_of(ctx, entry, forced_vhost)]
         name = str(entry["name"])
         if vhost.known_queue(name) is not None:
             continue
-        requested = shared_writes.queue_declaration(
+        requested = metadata_writes.queue_declaration(
             entry.get("durable", True) is True,
             entry.get("auto_delete", False) is True,
             dict(entry.get("arguments") or {}),
         )
         try:
-            shared_writes.check_queue_declare(vhost, name, requested, None, None)
+            metadata_writes.check_queue_declare(vhost, name, requested, None, None)
         except AMQPError as error:
             raise bad_request(error.text) from None
         command = commands.declare_queue(
             vhost.name, name, requested.as_stored(), None, store.node_name
         )
         # A queue another node declared meanwhile is left as it is, like any existing one.
-        await shared_writes.decide(ctx, command, _no_such_vhost(vhost.name))
+        await metadata_writes.decide(ctx, command, _no_such_vhost(vhost.name))
 
 
 async def _import_exchanges(
@@ -146,7 +144,7 @@ async def _import_exchanges(
         if requested is None:
             continue
         command = commands.declare_exchange(vhost.name, name, requested)
-        await shared_writes.decide(ctx, command, _no_such_vhost(vhost.name))
+        await metadata_writes.decide(ctx, command, _no_such_vhost(vhost.name))
 
 
 async def _import_bindings(
@@ -181,4 +179,4 @@ async def _import_bindings(
         if exchange.has_binding(binding):
             continue
         # An end deleted meanwhile by another node makes "not_found": skipped, as above.
-        await shared_writes.decide(ctx, commands.binding_command("bind", vhost.name, binding))
+        await metadata_writes.decide(ctx, commands.binding_command("bind", vhost.name, binding))

@@ -1,9 +1,9 @@
-"""The metadata store a node shares with its cluster: changes are decided there, then applied here.
+"""The metadata store: every definition change is decided there, then applied to the model here.
 
-A single node keeps its definitions in its own journal (`DefinitionsLog`) and changes its model
-at once. A clustered node instead submits each change as a command to the shared store (the
-cluster layer's Raft-replicated one) and changes nothing itself: the store applies committed
-commands to every node's model, the submitting node's included, before the submit returns.
+A node never changes its definitions itself: it submits each change as a command to the store
+(the cluster layer's Raft-replicated one; a lone node is a cluster of one), which applies
+committed commands to every node's model, the submitting node's included, before the submit
+returns.
 
 Commands are JSON objects named by "op", in the replicated store's vocabulary:
 add_vhost, delete_vhost, put_user, delete_user, set_permissions, clear_permissions,
@@ -23,11 +23,11 @@ Reply = dict[str, Any]
 
 
 class MetadataUnavailable(Exception):
-    """The shared store could not decide a change (no quorum, this node was removed, ...)."""
+    """The store could not decide a change (no quorum, this node was removed, ...)."""
 
 
-class SharedMetadata(Protocol):
-    """What the core needs from a shared metadata store."""
+class MetadataStore(Protocol):
+    """What the core needs from the metadata store."""
 
     @property
     def node_name(self) -> str:
@@ -44,6 +44,16 @@ class SharedMetadata(Protocol):
 
         Raises MetadataUnavailable when the change cannot be decided now.
         """
+        ...
+
+    @property
+    def applied_index(self) -> int:
+        """How far this node's model has followed the store (an index comparable between
+        nodes): what another node must have applied before acting on what this node sent."""
+        ...
+
+    def wait_applied(self, index: int) -> Awaitable[None]:
+        """Resolves once this node's model has followed the store up to `index`."""
         ...
 
     def submit_eventually(self, command: Command) -> None:

@@ -1,7 +1,7 @@
-"""Declares, deletes and bindings on a clustered node: checked here, decided by the shared store.
+"""Declares, deletes and bindings from a channel: checked here, decided by the metadata store.
 
-Each function checks a channel method against this node's view, exactly as a single node does,
-and answers at once when there is nothing to change. Otherwise it submits a command and holds
+Each function checks a channel method against this node's view and answers at once when there
+is nothing to change. Otherwise it submits a command and holds
 the connection's later frames until the cluster has decided and this node's model reflects it.
 A conflicting declaration that won the race elsewhere is checked again against the winner, so
 the client gets the error RabbitMQ would give. When no majority decides in time, the error is
@@ -15,15 +15,15 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from . import declare_rules as rules
+from . import metadata_commands as commands
 from . import placement
-from . import shared_commands as commands
 from .amqp import methods as m
 from .amqp.errors import AMQPError, ReplyCode, precondition_failed
 from .amqp.fields import argument_types
 from .exchanges.base import Binding
+from .metadata import Command, MetadataStore, MetadataUnavailable, Reply
 from .names import RUN_ID
 from .queues.remote import RemoteQueue, RequestKind
-from .shared_metadata import Command, MetadataUnavailable, Reply, SharedMetadata
 
 if TYPE_CHECKING:
     from .channel import Channel
@@ -32,10 +32,10 @@ log = logging.getLogger(__name__)
 
 
 async def _decide(
-    shared: SharedMetadata, command: Command, timeout_text: str, method: tuple[int, int]
+    metadata: MetadataStore, command: Command, timeout_text: str, method: tuple[int, int]
 ) -> Reply:
     try:
-        reply = await shared.submit(command)
+        reply = await metadata.submit(command)
     except MetadataUnavailable as error:
         log.warning("%s: %s", timeout_text, error)
         raise AMQPError(ReplyCode.INTERNAL_ERROR, timeout_text, method, hard=True) from None
@@ -65,7 +65,7 @@ def _answer(channel: Channel, ok: m.Method | None) -> None:
 # --- exchanges ----------------------------------------------------------------------------------
 
 
-def exchange_declare(channel: Channel, shared: SharedMetadata, method: m.ExchangeDeclare) -> None:
+def exchange_declare(channel: Channel, metadata: MetadataStore, method: m.ExchangeDeclare) -> None:
     vhost = channel.vhost
     name = rules.strip_cr_lf(method.exchange)
     requested = vhost.check_exchange_declare(
@@ -86,7 +86,7 @@ def exchange_declare(channel: Channel, shared: SharedMetadata, method: m.Exchang
         described = rules.describe("exchange", name, vhost.name)
         text = f"failed to declare {described} because the operation timed out"
         reply = await _decide(
-            shared, commands.declare_exchange(vhost.name, name, requested), text, method.ids
+            metadata, commands.declare_exchange(vhost.name, name, requested), text, method.ids
         )
         if reply["status"] != "created":
             existing = commands.exchange_decl(reply["exchange"])
@@ -97,7 +97,7 @@ def exchange_declare(channel: Channel, shared: SharedMetadata, method: m.Exchang
     )
 
 
-def exchange_delete(channel: Channel, shared: SharedMetadata, method: m.ExchangeDelete) -> None:
+def exchange_delete(channel: Channel, metadata: MetadataStore, method: m.ExchangeDelete) -> None:
     vhost = channel.vhost
     name = rules.strip_cr_lf(method.exchange)
     exchange = vhost.exchanges.get(name)
@@ -117,7 +117,7 @@ def exchange_delete(channel: Channel, shared: SharedMetadata, method: m.Exchange
     async def decide() -> None:
         text = f"failed to delete {rules.describe('exchange', name, vhost.name)} due to a timeout"
         reply = await _decide(
-            shared, commands.delete_exchange(vhost.name, name, method.if_unused), text, method.ids
+            metadata, commands.delete_exchange(vhost.name, name, method.if_unused), text, method.ids
         )
         if reply["status"] == "in_use":
             raise precondition_failed(
@@ -134,7 +134,7 @@ def exchange_delete(channel: Channel, shared: SharedMetadata, method: m.Exchange
 
 def bind(
     channel: Channel,
-    shared: SharedMetadata,
+    metadata: MetadataStore,
     source: str,
     destination: str,
     kind: str,
@@ -168,7 +168,7 @@ def bind(
 
     async def decide() -> None:
         reply = await _decide(
-            shared,
+            metadata,
             commands.binding_command("bind", vhost.name, binding),
             "Could not add binding due to timeout",
             ids,
@@ -181,7 +181,7 @@ def bind(
 
 def unbind(
     channel: Channel,
-    shared: SharedMetadata,
+    metadata: MetadataStore,
     source: str,
     destination: str,
     kind: str,
@@ -199,14 +199,14 @@ def unbind(
         _answer(channel, ok)
         return
     command = commands.binding_command("unbind", vhost.name, binding)
-    pending = _decide(shared, command, "Could not remove binding due to timeout", method.ids)
+    pending = _decide(metadata, command, "Could not remove binding due to timeout", method.ids)
     channel.session.wait_then(channel, pending, lambda _: _answer(channel, ok))
 
 
 # --- queues -------------------------------------------------------------------------------------
 
 
-def queue_declare(channel: Channel, shared: SharedMetadata, method: m.QueueDeclare) -> None:
+def queue_declare(channel: Channel, metadata: MetadataStore, method: m.QueueDeclare) -> None:
     """A non-passive queue.declare: the queue's home is this node when it is created."""
     session, vhost = channel.session, channel.vhost
     name = rules.strip_cr_lf(method.queue)
@@ -256,18 +256,18 @@ def queue_declare(channel: Channel, shared: SharedMetadata, method: m.QueueDecla
     owner_tag = session.owner_tag if method.exclusive else None
     # An exclusive queue stays with its connection; others go where their locator says.
     home, run = (
-        (shared.node_name, RUN_ID)
+        (metadata.node_name, RUN_ID)
         if method.exclusive
-        else _place(channel, shared, name, method.arguments)
+        else _place(channel, metadata, name, method.arguments)
     )
     command = commands.declare_queue(vhost.name, name, requested.as_stored(), owner_tag, home, run)
 
     async def decide() -> None:
         text = (
             f"Could not declare {rules.describe('queue', name, vhost.name)} on node "
-            f"'{shared.node_name}' because the metadata store operation timed out"
+            f"'{metadata.node_name}' because the metadata store operation timed out"
         )
-        reply = await _decide(shared, command, text, method.ids)
+        reply = await _decide(metadata, command, text, method.ids)
         if reply["status"] != "created":
             record = reply["queue"]
             owner = record["exclusive_owner"]
@@ -277,7 +277,7 @@ def queue_declare(channel: Channel, shared: SharedMetadata, method: m.QueueDecla
 
 
 def _place(
-    channel: Channel, shared: SharedMetadata, name: str, arguments: dict[str, Any]
+    channel: Channel, metadata: MetadataStore, name: str, arguments: dict[str, Any]
 ) -> tuple[str, str]:
     """The home node of a new queue and that node's run: the x-queue-leader-locator argument,
     else the queue-leader-locator policy key, else the node's configured default decides."""
@@ -291,23 +291,23 @@ def _place(
     if isinstance(locator, bytes):
         locator = locator.decode("utf-8", "replace")
     if locator == placement.CLIENT_LOCAL:
-        return shared.node_name, RUN_ID
-    running = shared.running_nodes()
+        return metadata.node_name, RUN_ID
+    running = metadata.running_nodes()
     vhosts = list(broker.vhosts.values())
     homes = itertools.chain.from_iterable(
         itertools.chain(
-            itertools.repeat(shared.node_name, len(each.queues)),
+            itertools.repeat(metadata.node_name, len(each.queues)),
             (queue.home_node for queue in each.remote_queues.values()),
         )
         for each in vhosts
     )
     count = sum(len(each.queues) + len(each.remote_queues) for each in vhosts)
-    home = placement.home_node(locator, shared.node_name, sorted(running), homes, count)
+    home = placement.home_node(locator, metadata.node_name, sorted(running), homes, count)
     return home, running[home]
 
 
 def queue_delete(
-    channel: Channel, shared: SharedMetadata, name: str, method: m.QueueDelete
+    channel: Channel, metadata: MetadataStore, name: str, method: m.QueueDelete
 ) -> None:
     session, vhost = channel.session, channel.vhost
     queue = vhost.queues.get(name)
@@ -317,13 +317,15 @@ def queue_delete(
         _reply_unless(channel, method.no_wait, m.QueueDeleteOk(0))
         return
     if queue is None and remote is not None:
-        _delete_remote(channel, shared, remote, method)
+        _delete_remote(channel, metadata, remote, method)
         return
     assert queue is not None
     channel.check_deletable(queue, method)
     owner_tag = session.owner_tag if queue.exclusive_owner is session else None
     text = "The operation to delete the queue from the metadata store timed out"
-    pending = _decide(shared, commands.delete_queue(vhost.name, name, owner_tag), text, method.ids)
+    pending = _decide(
+        metadata, commands.delete_queue(vhost.name, name, owner_tag), text, method.ids
+    )
 
     def deleted(_: object) -> None:
         _reply_unless(channel, method.no_wait, m.QueueDeleteOk(queue.deleted_message_count))
@@ -332,7 +334,7 @@ def queue_delete(
 
 
 def _delete_remote(
-    channel: Channel, shared: SharedMetadata, remote: RemoteQueue, method: m.QueueDelete
+    channel: Channel, metadata: MetadataStore, remote: RemoteQueue, method: m.QueueDelete
 ) -> None:
     """Deleting a queue homed elsewhere: its home node's counts decide if-unused and if-empty
     (and say how many messages went with it); the cluster decides the deletion."""
@@ -348,7 +350,7 @@ def _delete_remote(
             raise precondition_failed(f"{where} is not empty", method.ids)
         text = "The operation to delete the queue from the metadata store timed out"
         await _decide(
-            shared, commands.delete_queue(vhost.name, remote.name, None), text, method.ids
+            metadata, commands.delete_queue(vhost.name, remote.name, None), text, method.ids
         )
         return status.message_count
 

@@ -1,17 +1,18 @@
-"""The core's shared metadata store (leveret.shared_metadata), backed by the Raft-replicated one."""
+"""The core's metadata store (leveret.metadata), backed by the cluster's Raft-replicated one."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Awaitable
 from typing import Any
 
 from cluster.errors import ClusterError
 from cluster.gossip.swim import MemberStatus
 from cluster.service import ClusterService
+from leveret.metadata import MetadataUnavailable
 from leveret.names import RUN_ID
-from leveret.shared_metadata import MetadataUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,13 @@ class ClusterMetadata:
             return await self._service.submit(command)
         except ClusterError as error:
             raise MetadataUnavailable(str(error)) from None
+
+    @property
+    def applied_index(self) -> int:
+        return self._service.applied_index
+
+    def wait_applied(self, index: int) -> Awaitable[None]:
+        return self._service.wait_applied(index)
 
     def submit_eventually(self, command: dict[str, Any]) -> None:
         self._eventual.append(command)
