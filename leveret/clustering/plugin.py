@@ -72,7 +72,9 @@ class ClusterPlugin:
     async def start(self) -> None:
         self._broker.use_metadata(self.metadata)
         await self.service.start()
-        self._links = QueueLinks(self.service.address_of, self.service.peers)
+        self._links = QueueLinks(
+            self.service.address_of, self.service.peers, lambda: self.service.applied_index
+        )
         self._broker.link_queues(self._links)
         attach_cluster(self._broker, self._management)
         self._mirror.rebuild()

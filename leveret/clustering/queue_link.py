@@ -63,8 +63,10 @@ class QueueLink:
         node: str,
         address_of: Callable[[str], str | None],
         open_stream: Callable[[str], Any],
+        applied_index: Callable[[], int],
     ) -> None:
         self.node = node
+        self._applied_index = applied_index
         self.generation = 0
         self.throttled: set[Any] = set()
         self._address_of = address_of
@@ -305,6 +307,7 @@ class QueueLink:
                 if control.settles or control.credits or control.cancels:
                     await call.write(control)
                 if up.publishes or up.subscribes or up.requests:
+                    up.applied = self._applied_index()
                     await call.write(up)
             except Exception as error:  # noqa: BLE001 - the stream broke; the reader ends it
                 log.info("queue link to %s could not write: %r", self.node, error)
@@ -395,15 +398,23 @@ def _entry(delivery: queues_pb2.Delivery) -> QueueEntry:
 class QueueLinks:
     """This node's links, one per home node, made on first use (the broker's `links`)."""
 
-    def __init__(self, address_of: Callable[[str], str | None], peers: Any) -> None:
+    def __init__(
+        self,
+        address_of: Callable[[str], str | None],
+        peers: Any,
+        applied_index: Callable[[], int],
+    ) -> None:
         self._address_of = address_of
         self._peers = peers
+        self._applied_index = applied_index
         self._links: dict[str, QueueLink] = {}
 
     def link(self, node: str) -> QueueLink:
         link = self._links.get(node)
         if link is None:
-            link = self._links[node] = QueueLink(node, self._address_of, self._open_stream)
+            link = self._links[node] = QueueLink(
+                node, self._address_of, self._open_stream, self._applied_index
+            )
         return link
 
     def _open_stream(self, address: str) -> tuple[Any, grpc.aio.Channel]:

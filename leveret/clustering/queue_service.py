@@ -18,8 +18,13 @@ from .home_session import HomeSession
 
 if TYPE_CHECKING:
     from ..broker import Broker
+    from ..metadata import MetadataStore
 
 log = logging.getLogger(__name__)
+
+# How long a batch waits for this node to apply the metadata its sender had applied; past it,
+# the batch is applied anyway (what names an unknown queue gets a 404).
+_CATCH_UP_SECONDS = 5.0
 
 
 class QueuesServicer(queues_pb2_grpc.QueuesServicer):  # type: ignore[misc]
@@ -44,7 +49,8 @@ class QueuesServicer(queues_pb2_grpc.QueuesServicer):  # type: ignore[misc]
 
         session = HomeSession(self._broker, peer, send, ready.set)
         reader = asyncio.get_running_loop().create_task(
-            _read(request_iterator, session, ready), name=f"queue-link-from-{peer}"
+            _read(request_iterator, session, ready, self._broker.metadata),
+            name=f"queue-link-from-{peer}",
         )
         try:
             while not (session.failed or reader.done()):
@@ -61,10 +67,15 @@ class QueuesServicer(queues_pb2_grpc.QueuesServicer):  # type: ignore[misc]
 
 
 async def _read(
-    batches: AsyncIterator[queues_pb2.Up], session: HomeSession, ended: asyncio.Event
+    batches: AsyncIterator[queues_pb2.Up],
+    session: HomeSession,
+    ended: asyncio.Event,
+    metadata: MetadataStore,
 ) -> None:
     try:
         async for up in batches:
+            if up.applied > metadata.applied_index:
+                await _catch_up(metadata, up.applied, session.peer)
             session.receive(up)
     except asyncio.CancelledError:
         raise
@@ -74,3 +85,18 @@ async def _read(
         log.exception("queue link from %s failed", session.peer)
     finally:
         ended.set()
+
+
+async def _catch_up(metadata: MetadataStore, index: int, peer: str) -> None:
+    """Wait (bounded) until this node has applied what `peer` had when it sent a batch; the
+    link is not read meanwhile, so gRPC's flow control holds the sender back."""
+    try:
+        async with asyncio.timeout(_CATCH_UP_SECONDS):
+            await metadata.wait_applied(index)
+    except TimeoutError:
+        log.warning(
+            "metadata change %d, applied on %s, is not applied here after %.0fs",
+            index,
+            peer,
+            _CATCH_UP_SECONDS,
+        )
