@@ -25,19 +25,25 @@ from .node_view import COMPATIBLE_RABBITMQ_VERSION, PRODUCT_NAME
 
 
 def _queues(broker: Broker, vhost: str, with_vhost: bool) -> list[dict[str, Any]]:
+    """Every queue of the cluster in `vhost` (this node's, then the other nodes'), as RabbitMQ
+    exports them whatever node is asked; exclusive queues die with their connection, so none."""
     found = []
-    for queue in broker.vhosts[vhost].queues.values():
-        if queue.exclusive_owner is not None:
-            continue
-        entry: dict[str, Any] = {"name": queue.name}
+    model = broker.vhosts[vhost]
+    declared = [
+        (queue.name, queue.durable, queue.auto_delete, queue.arguments)
+        for queue in model.queues.values()
+        if queue.exclusive_owner is None
+    ] + [
+        (remote.name, remote.decl.durable, remote.decl.auto_delete, remote.decl.arguments)
+        for remote in model.remote_queues.values()
+        if remote.exclusive_owner is None
+    ]
+    for name, durable, auto_delete, arguments in declared:
+        entry: dict[str, Any] = {"name": name}
         if with_vhost:
             entry["vhost"] = vhost
         entry.update(
-            {
-                "durable": queue.durable,
-                "auto_delete": queue.auto_delete,
-                "arguments": jsonable(queue.arguments),
-            }
+            {"durable": durable, "auto_delete": auto_delete, "arguments": jsonable(arguments)}
         )
         found.append(entry)
     return found

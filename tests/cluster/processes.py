@@ -152,7 +152,19 @@ class Cluster:
             self.nodes.append(node.start())
         names = sorted(node.name for node in self.nodes)
         wait_for(lambda: self.agreed_leader(names) is not None, 30, 0.1)
+        # Every node has heard from every other (gossip), as placement needs.
+        wait_for(lambda: all(self.heard_from_all(node, names) for node in self.nodes), 30, 0.05)
         return self
+
+    @staticmethod
+    def heard_from_all(node: ClusterNode, names: list[str]) -> bool:
+        """Whether `node` runs with every one of `names` and has had its own word (a report,
+        hence an incarnation) from each, not only hearsay from the membership table."""
+        status = node.status()
+        gossip = status["gossip"]
+        return sorted(status["running_nodes"]) == names and all(
+            gossip.get(name, {}).get("incarnation") for name in names
+        )
 
     def node(self, name: str) -> ClusterNode:
         return next(node for node in self.nodes if node.name == name)

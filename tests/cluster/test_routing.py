@@ -425,6 +425,21 @@ def test_placement_client_local_balanced_and_by_policy(three: Cluster) -> None:
     assert invalid.value.reply_code == 406
 
 
+def test_definitions_exported_from_any_node_list_every_queue(three: Cluster) -> None:
+    declare_on(three, A, "exported-from-a", arguments={"x-max-length": 5})
+    with connect(three, C) as conn:
+        conn.channel().queue_declare("exported-from-c", durable=True)
+        exclusive = conn.channel().queue_declare("", exclusive=True).method.queue
+        wait_for(lambda: {"exported-from-c", exclusive} <= _queue_names(three.nodes[B]), 10)
+        queues = {q["name"]: q for q in three.nodes[B].http("GET", "/api/definitions")["queues"]}
+    assert queues["exported-from-a"]["arguments"] == {"x-max-length": 5}
+    assert queues["exported-from-c"]["durable"] is True
+    assert exclusive not in queues
+    with connect(three, B) as conn:
+        conn.channel().queue_delete("exported-from-a")
+        conn.channel().queue_delete("exported-from-c")
+
+
 def test_losing_the_home_node_cancels_remote_consumers_and_requeues_what_they_held() -> None:
     with running_cluster(3) as cluster:
         queue = "routing-home-lost"
