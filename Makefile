@@ -37,4 +37,4 @@ LINTED := leveret cluster federation tests bench
 lint: venv
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
-	$(VENV)/bin/mypy leveret cluster
+	$(VENV)/bin/mypy leveret cluster federation

@@ -108,11 +108,15 @@ def _run_server(args: argparse.Namespace) -> int:
     except OSError as error:
         problem = f"cannot open the log file {config.log_file}: {error.strerror}"
         return _refuse(EX_CANTCREAT, problem)
+    from federation.plugin import FederationPlugin
+
     from ..clustering.plugin import ClusterPlugin
     from ..server.node import Node, StartupError
 
     async def main() -> None:
-        await Node(config, clustering=ClusterPlugin).run_until_signalled()
+        await Node(
+            config, clustering=ClusterPlugin, federation=FederationPlugin
+        ).run_until_signalled()
 
     try:
         try:

@@ -128,7 +128,9 @@ def checked_parameter(
     require_keys(body, "value")
     problem = ctx.state.registry.validate_parameter(component, vhost, name, body["value"])
     if problem is not None:
-        raise bad_request(_VALIDATION_FAILED.format(problem))
+        # RabbitMQ escapes the reason of a refused parameter as HTML (not a policy's).
+        escaped = problem.replace("<", "&lt;").replace(">", "&gt;")
+        raise bad_request(_VALIDATION_FAILED.format(escaped))
     return Parameter(component, vhost, name, body["value"])
 
 

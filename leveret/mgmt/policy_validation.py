@@ -157,6 +157,11 @@ def definition_problem(kind: PolicyKind, definition: dict[str, Any]) -> str | No
         problem = keys[key](value)
         if problem is not None:
             return problem
+    if "federation-upstream" in definition and "federation-upstream-set" in definition:
+        return (
+            "cannot specify federation-upstream, federation-upstream-set or "
+            "federation-upstream-pattern together"
+        )
     return None
 
 

@@ -11,6 +11,7 @@ from . import (
     api_connections,
     api_definitions,
     api_exchanges,
+    api_federation,
     api_health,
     api_overview,
     api_policies,
@@ -32,6 +33,7 @@ API_ROUTES: tuple[Route, ...] = (
     *api_policies.ROUTES,
     *api_definitions.ROUTES,
     *api_health.ROUTES,
+    *api_federation.ROUTES,
 )
 
 

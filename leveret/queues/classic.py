@@ -41,9 +41,9 @@ class Throttled(Protocol):
 
 
 class QueueDecorator(Protocol):
-    """Told when a queue's consumers change (federation uses it to pull only on demand)."""
+    """Told when the queue's demand may have changed (federation pulls only on demand)."""
 
-    def consumers_changed(self, queue: ClassicQueue) -> None: ...
+    def demand_may_have_changed(self, queue: ClassicQueue) -> None: ...
 
 
 class Timer(Protocol):
@@ -177,6 +177,12 @@ class ClassicQueue:
 
     def publish(self, message: Message) -> int:
         """Enqueue a message; returns ENQUEUED, or STORED / REJECTED flags."""
+        outcome = self._enqueue(message)
+        if self.decorators:
+            self._notify_decorators()
+        return outcome
+
+    def _enqueue(self, message: Message) -> int:
         self.published_total += 1
         settings = self.settings
         size = len(message.body)
@@ -316,8 +322,7 @@ class ClassicQueue:
         else:
             self._groups.append((consumer.priority, deque([consumer])))
             self._groups.sort(key=lambda item: -item[0])
-        self._notify_decorators()
-        self.dispatch()
+        self.dispatch()  # tells the decorators
 
     def remove_consumer(self, consumer: Consumer) -> None:
         if consumer not in self._consumers:
@@ -418,6 +423,8 @@ class ClassicQueue:
                 self._deliver(consumer, entry)
         finally:
             self._dispatching = False
+        if self.decorators:
+            self._notify_decorators()  # acks and new consumers pass here
         if self.message_count <= FLOW_LOW:
             self.congested = False
             if self.flow_blocked:
@@ -434,6 +441,8 @@ class ClassicQueue:
     def get(self, no_ack: bool) -> QueueEntry | None:
         self.touch()
         entry = self._pop()
+        if entry is not None and self.decorators:
+            self._notify_decorators()
         if entry is not None:
             self.delivered_total += 1
             if no_ack:
@@ -501,6 +510,8 @@ class ClassicQueue:
         self.ready_bytes = 0
         if self.flow_blocked:
             self._release_publishers()
+        if self.decorators:
+            self._notify_decorators()
         return count
 
     def delete(self) -> int:
@@ -588,7 +599,14 @@ class ClassicQueue:
 
     def _notify_decorators(self) -> None:
         for decorator in self.decorators:
-            decorator.consumers_changed(self)
+            decorator.demand_may_have_changed(self)
+
+    def has_demand(self) -> bool:
+        """No message is ready and some consumer of priority 0 or more can take one: what a
+        federation link waits for before it pulls from upstream (RabbitMQ's rule)."""
+        if self._ready or self._returned or self._disk_count:
+            return False
+        return any(c.priority >= 0 and c.active for c in self._consumers)
 
 
 def message_expiration(message: Message) -> int | None:

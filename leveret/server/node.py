@@ -48,12 +48,29 @@ class Clustering(Protocol):
 ClusteringFactory = Callable[[Config, Broker], Clustering]
 
 
+class Federation(Protocol):
+    """What a node needs of its federation extension (federation.plugin.FederationPlugin)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+FederationFactory = Callable[[Broker], Federation]
+
+
 class Node:
     """One node; `clustering` makes its cluster extension, handed in by whoever assembles it."""
 
-    def __init__(self, config: Config, clustering: ClusteringFactory) -> None:
+    def __init__(
+        self,
+        config: Config,
+        clustering: ClusteringFactory,
+        federation: FederationFactory | None = None,
+    ) -> None:
         self.config = config
         self._make_clustering = clustering
+        self._make_federation = federation
         path = config.data_path
         self._lock = DataDirLock(path)
         try:
@@ -79,6 +96,7 @@ class Node:
         self._disk_task: asyncio.Task[None] | None = None
         self.cluster: Clustering | None = None
         self._cluster_started = False
+        self.federation: Federation | None = None
 
     async def start(self) -> None:
         """Join or form the cluster, whose replicated store gives this node its definitions
@@ -127,6 +145,9 @@ class Node:
         log.info(
             "node %s accepting AMQP connections on port %d", config.node_name, self.ports["amqp"]
         )
+        if self._make_federation is not None:
+            self.federation = self._make_federation(self.broker)
+            await self.federation.start()
         if config.ports_file:
             _write_atomically(Path(config.ports_file), json.dumps(self.ports))
 
@@ -143,6 +164,8 @@ class Node:
 
     async def stop(self) -> None:
         """Stop what started (all of it, or what a failed or interrupted start got to)."""
+        if self.federation is not None:
+            await self.federation.stop()
         if self.cluster is not None and self._cluster_started:  # hands leadership over first
             await self.cluster.stop()
         if self._monitor is not None:

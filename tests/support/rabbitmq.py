@@ -218,6 +218,7 @@ def _write_node_files(
     management: bool,
     extra_config: Sequence[str],
     cookie: str,
+    plugins: Sequence[str] = (),
 ) -> None:
     for sub in ("home", "log", "mnesia", "plugins-expand"):
         (base / sub).mkdir()
@@ -237,8 +238,8 @@ def _write_node_files(
         config += [f"management.tcp.port = {mgmt_port}", "management.tcp.ip = 127.0.0.1"]
     config += extra_config
     (base / "rabbitmq.conf").write_text("\n".join(config) + "\n")
-    plugins = "[rabbitmq_management]." if management else "[]."
-    (base / "enabled_plugins").write_text(plugins + "\n")
+    enabled = [*(["rabbitmq_management"] if management else []), *plugins]
+    (base / "enabled_plugins").write_text(f"[{','.join(enabled)}].\n")
 
 
 def _node_env(
@@ -334,6 +335,7 @@ def _start_once(
     timeout: float,
     keep_files: bool,
     cluster: ClusterMembership | None = None,
+    plugins: Sequence[str] = (),
 ) -> RabbitNode:
     amqp_port, mgmt_port, dist_port, epmd_port = _reserve_ports(4)
     if cluster is not None:
@@ -342,7 +344,13 @@ def _start_once(
     node_name = f"leveret-rmq-{os.getpid()}-{uuid.uuid4().hex[:8]}@localhost"
     cookie = cluster.cookie if cluster is not None else uuid.uuid4().hex.upper()
     _write_node_files(
-        base, amqp_port, mgmt_port if management else None, management, extra_config, cookie
+        base,
+        amqp_port,
+        mgmt_port if management else None,
+        management,
+        extra_config,
+        cookie,
+        plugins,
     )
     env = _node_env(base, node_name, amqp_port, dist_port, epmd_port, scheduler_one, extra_env)
     prefix = _die_with_parent() + (["taskset", "-c", str(cpu)] if cpu is not None else [])
@@ -428,12 +436,14 @@ def start_rabbitmq(
     timeout: float = 90.0,
     keep_files: bool = False,
     cluster: ClusterMembership | None = None,
+    plugins: Sequence[str] = (),
 ) -> RabbitNode:
     """Start a RabbitMQ node on fresh loopback ports and return it once it accepts AMQP.
 
     `extra_config` lines are appended to the node's rabbitmq.conf; `cpu` pins the node (and
     its epmd) to that core with taskset; `scheduler_one` adds `+S 1:1` to the VM's arguments;
-    `cluster` gives the cookie and the (already running) epmd of the cluster it is to join.
+    `plugins` are enabled beside management (e.g. rabbitmq_federation); `cluster` gives the
+    cookie and the (already running) epmd of the cluster it is to join.
     Raises RabbitMQStartError, carrying the log tail, on failure.
     """
     server = find_rabbitmq()
@@ -452,6 +462,7 @@ def start_rabbitmq(
                 timeout,
                 keep_files,
                 cluster,
+                plugins,
             )
         except RabbitMQStartError as error:
             last_error = error

@@ -1,0 +1,343 @@
+"""One federation link: pulls an upstream queue's messages into a local queue on local demand.
+
+The link connects to its upstream (each URI in turn), checks that the upstream announces
+consumer priorities, declares the upstream queue passively (with the downstream queue's
+arguments only when it is missing), sets the prefetch, and consumes with `x-priority: -1` only
+while the local queue has no ready message and a consumer that can take one: upstream consumers
+of normal priority are served first, and messages move only when consumers here need them.
+Acknowledgements go upstream in batches, after the local fsync in on-confirm mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import time
+import zlib
+from collections import deque
+from collections.abc import Callable
+from enum import Enum
+from typing import Any, cast
+
+import aio_pika
+import aiormq
+from aiormq.abc import DeliveredMessage
+from pamqp.commands import Basic
+from pamqp.header import ContentHeader
+
+from leveret.message import Message
+from leveret.queues.classic import REJECTED, STORED, ClassicQueue
+
+from .upstreams import Upstream, safe_uri
+
+log = logging.getLogger(__name__)
+
+# How long a connection attempt to one upstream URI may take.
+_CONNECT_SECONDS = 10.0
+# States of an upstream delivery until it is acknowledged.
+_PENDING, _TAKEN, _REFUSED = 0, 1, 2
+
+
+class LinkStatus(Enum):
+    STARTING = "starting"
+    RUNNING = "running"
+    ERROR = "error"
+
+
+class UpstreamRefused(Exception):
+    """The upstream cannot serve a queue link (the reason is the link's error)."""
+
+
+# Calls `callback(error)` once what was published so far is on disk (error: it is not).
+WhenDurable = Callable[[Callable[[BaseException | None], None]], None]
+
+
+class FederationLink:
+    """The link from `upstream` into `queue`; start() runs it until stop()."""
+
+    def __init__(
+        self,
+        queue: ClassicQueue,
+        upstream: Upstream,
+        policy: str,
+        when_durable: WhenDurable,
+        node: str,
+    ) -> None:
+        self.queue = queue
+        self.upstream = upstream
+        self.policy = policy
+        self.node = node
+        self.status = LinkStatus.STARTING
+        self.error: str | None = None
+        self.uri: str = safe_uri(upstream.uris[0])
+        self.consuming = False  # pulling now, rather than waiting for local demand
+        self.changed_at = time.time()
+        self.forwarded = 0
+        self._when_durable = when_durable
+        self._task: asyncio.Task[None] | None = None
+        self._demand = asyncio.Event()
+        self._no_demand = asyncio.Event()
+        self._channel: aiormq.abc.AbstractChannel | None = None
+        # Upstream deliveries not yet acknowledged, in delivery order: [tag, state]. They are
+        # acknowledged in that order (a multiple ack covers a run of taken ones), whatever order
+        # the disk confirms them in.
+        self._unsettled: deque[list[int]] = deque()
+        self._flush_scheduled = False
+
+    @property
+    def upstream_queue(self) -> str:
+        return self.upstream.queue or self.queue.name
+
+    # --- life -----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.queue.decorators.append(self)
+        self.demand_may_have_changed(self.queue)
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(),
+            name=f"federation-{self.queue.vhost}-{self.queue.name}-{self.upstream.name}",
+        )
+
+    async def stop(self) -> None:
+        """Stop pulling; messages stay where they are (unacknowledged ones go back upstream)."""
+        with contextlib.suppress(ValueError):
+            self.queue.decorators.remove(self)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def restart(self) -> None:
+        """Reconnect now (the management API's restart)."""
+        if self._task is not None:
+            self._task.cancel()
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def demand_may_have_changed(self, queue: ClassicQueue) -> None:
+        if queue.has_demand():
+            if not self._demand.is_set():
+                self._demand.set()
+                self._no_demand.clear()
+        elif not self._no_demand.is_set():
+            self._no_demand.set()
+            self._demand.clear()
+
+    # --- the connection -------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self._connect_and_serve()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # noqa: BLE001 - every failure is the link's status
+                self._set(LinkStatus.ERROR, _reason(error))
+                log.info(
+                    "federation link %s -> %s failed: %s",
+                    self.upstream.name,
+                    self.queue.name,
+                    self.error,
+                )
+            finally:
+                self._channel = None
+                self.consuming = False
+                self._unsettled.clear()
+            await asyncio.sleep(self.upstream.reconnect_delay)
+
+    def _set(self, status: LinkStatus, error: str | None = None) -> None:
+        if status is not self.status or error != self.error:
+            self.status, self.error, self.changed_at = status, error, time.time()
+
+    async def _connect(self) -> aio_pika.abc.AbstractConnection:
+        name = f"Federation link (upstream: {self.upstream.name}, policy: {self.policy})"
+        failure: BaseException | None = None
+        for uri in self.upstream.uris:
+            self.uri = safe_uri(uri)
+            try:
+                return await aio_pika.connect(
+                    uri, timeout=_CONNECT_SECONDS, client_properties={"connection_name": name}
+                )
+            except Exception as error:  # noqa: BLE001 - the next URI may do
+                failure = error
+        assert failure is not None
+        raise failure
+
+    async def _connect_and_serve(self) -> None:
+        self._set(LinkStatus.STARTING)
+        connection = await self._connect()
+        try:
+            capabilities = connection.transport.connection.server_capabilities  # type: ignore[union-attr]
+            if not capabilities.get("consumer_priorities"):
+                raise UpstreamRefused("upstream_lacks_consumer_priorities")
+            channel = await self._open_queue(connection)
+            self._channel = channel
+            await channel.basic_qos(prefetch_count=max(0, self.upstream.prefetch_count))
+            self._set(LinkStatus.RUNNING)
+            closed = asyncio.ensure_future(channel.closing)
+            try:
+                await self._follow_demand(channel, closed)
+            finally:
+                closed.cancel()
+        finally:
+            with contextlib.suppress(Exception):
+                await connection.close()
+
+    async def _open_queue(self, connection: aio_pika.abc.AbstractConnection) -> Any:
+        """A channel on which the upstream queue exists (declared like ours when missing)."""
+        channel = await connection.channel(publisher_confirms=False)
+        name = self.upstream_queue
+        try:
+            await channel.declare_queue(name, passive=True)
+        except aio_pika.exceptions.ChannelNotFoundEntity:
+            channel = await connection.channel(publisher_confirms=False)
+            queue = self.queue
+            await channel.declare_queue(
+                name,
+                durable=queue.durable,
+                auto_delete=queue.auto_delete,
+                arguments=dict(queue.arguments),
+            )
+        return await channel.get_underlay_channel()
+
+    async def _follow_demand(self, channel: Any, closed: asyncio.Future[Any]) -> None:
+        """Consume while there is demand here, cancel when it goes, until the channel closes."""
+        tag = self.upstream.tag()
+        no_ack = self.upstream.ack_mode == "no-ack"
+        while True:
+            await _first(self._demand.wait(), closed)
+            await channel.basic_consume(
+                self.upstream_queue,
+                self._deliver,
+                no_ack=no_ack,
+                consumer_tag=tag,
+                arguments={"x-priority": -1},
+            )
+            self.consuming = True
+            await _first(self._no_demand.wait(), closed)
+            await channel.basic_cancel(tag)
+            self.consuming = False
+
+    # --- messages -------------------------------------------------------------------------------
+
+    async def _deliver(self, delivered: DeliveredMessage) -> None:
+        """An upstream message: into the local queue, acknowledged as the ack mode says."""
+        queue = self.queue
+        if queue.deleted:
+            return
+        delivery = cast(Basic.Deliver, delivered.delivery)
+        properties = delivered.header.properties
+        headers: dict[str, Any] = dict(properties.headers or {})
+        earlier = headers.get("x-received-from")
+        # Newest hop first, as RabbitMQ prepends it.
+        headers["x-received-from"] = [
+            {"uri": self.uri, "queue": self.upstream_queue, "redelivered": delivery.redelivered},
+            *(earlier if isinstance(earlier, list) else []),
+        ]
+        properties.headers = headers
+        body = delivered.body
+        header = ContentHeader(0, len(body), properties).marshal()
+        message = Message(delivery.exchange or "", delivery.routing_key or "", header, body)
+        outcome = queue.publish(message)
+        self.forwarded += 1
+        mode = self.upstream.ack_mode
+        if mode == "no-ack":
+            return
+        entry = [delivery.delivery_tag or 0, _PENDING]
+        self._unsettled.append(entry)
+        state = _REFUSED if outcome & REJECTED else _TAKEN
+        if mode == "on-confirm" and outcome & STORED:
+            self._when_durable(
+                lambda error: self._settle(entry, state if error is None else _REFUSED)
+            )
+        else:
+            self._settle(entry, state)
+
+    def _settle(self, entry: list[int], state: int) -> None:
+        entry[1] = state
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Acknowledge the settled deliveries at the head: runs of taken ones as one multiple
+        ack, refused ones as nacks (they go back to the upstream queue)."""
+        self._flush_scheduled = False
+        unsettled, channel = self._unsettled, self._channel
+        frames: list[tuple[int, bool]] = []
+        while unsettled and unsettled[0][1] != _PENDING:
+            tag, state = unsettled.popleft()
+            taken = state == _TAKEN
+            if taken and frames and frames[-1][1]:
+                frames[-1] = (tag, True)
+            else:
+                frames.append((tag, taken))
+        if frames and channel is not None:
+            asyncio.get_running_loop().create_task(_send_settlements(channel, frames))
+
+    # --- status ---------------------------------------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        """RabbitMQ's fields of /api/federation-links, and whether the link is pulling now."""
+        found: dict[str, Any] = {
+            "node": self.node,
+            "queue": self.queue.name,
+            "upstream_queue": self.upstream_queue,
+            "consumer_tag": self.upstream.tag(),
+            "type": "queue",
+            "vhost": self.queue.vhost,
+            "upstream": self.upstream.name,
+            "id": link_id(self.queue.vhost, self.queue.name, self.upstream.name),
+            "status": self.status.value,
+            "uri": self.uri,
+            "timestamp": time.strftime("%Y-%m-%d %-H:%M:%S", time.localtime(self.changed_at)),
+        }
+        if self.error is not None:
+            found["error"] = self.error
+        if self.status is LinkStatus.RUNNING:
+            found["local_connection"] = "<internal>"
+            found["demand"] = "consuming" if self.consuming else "waiting"
+        return found
+
+
+def link_id(vhost: str, queue: str, upstream: str) -> str:
+    """A short stable id for the link (RabbitMQ shows an 8-digit hexadecimal hash)."""
+    return f"{zlib.crc32(f'{vhost}/{queue}/{upstream}'.encode()):08x}"
+
+
+async def _send_settlements(channel: Any, frames: list[tuple[int, bool]]) -> None:
+    try:
+        for tag, taken in frames:
+            if taken:
+                await channel.basic_ack(tag, multiple=True, wait=False)
+            else:
+                await channel.basic_nack(tag, requeue=True, wait=False)
+    except Exception as error:  # noqa: BLE001 - the channel closed: upstream redelivers
+        log.debug("federation acknowledgements not sent: %r", error)
+
+
+async def _first(waiting: Any, closed: asyncio.Future[Any]) -> None:
+    """Wait for `waiting`, unless the channel closes first (then raise why)."""
+    task = asyncio.ensure_future(waiting)
+    try:
+        await asyncio.wait({task, closed}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        task.cancel()
+    if closed.done() and not task.done():
+        raise UpstreamRefused("upstream channel closed")
+
+
+def _reason(error: BaseException) -> str:
+    """The link's error as RabbitMQ names the common ones (econnrefused, auth_failure)."""
+    if isinstance(error, UpstreamRefused):
+        return str(error)
+    causes = [error, *(arg for arg in error.args if isinstance(arg, BaseException))]
+    if error.__cause__ is not None:
+        causes.append(error.__cause__)
+    for cause in causes:
+        if isinstance(cause, OSError) and cause.errno == errno.ECONNREFUSED:
+            return "econnrefused"
+        if isinstance(cause, aiormq.exceptions.ProbableAuthenticationError):
+            return "auth_failure"
+    return str(error) or type(error).__name__

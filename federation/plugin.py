@@ -1,0 +1,30 @@
+"""Federation as a node extension: upstream parameters checked, links run, status served."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from leveret.mgmt.api_federation import attach_federation
+
+from .supervisor import FederationSupervisor
+from .upstreams import UPSTREAM, UPSTREAM_SET, validate_upstream, validate_upstream_set
+
+if TYPE_CHECKING:
+    from leveret.broker import Broker
+
+
+class FederationPlugin:
+    """Made by the node when it is assembled (see leveret.server.node.Federation)."""
+
+    def __init__(self, broker: Broker) -> None:
+        broker.registry.register_component(UPSTREAM, validate_upstream)
+        broker.registry.register_component(UPSTREAM_SET, validate_upstream_set)
+        self._broker = broker
+        self.supervisor = FederationSupervisor(broker)
+
+    async def start(self) -> None:
+        attach_federation(self._broker, self.supervisor)
+        self.supervisor.start()
+
+    async def stop(self) -> None:
+        await self.supervisor.stop()
