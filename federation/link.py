@@ -228,14 +228,7 @@ class FederationLink:
             return
         delivery = cast(Basic.Deliver, delivered.delivery)
         properties = delivered.header.properties
-        headers: dict[str, Any] = dict(properties.headers or {})
-        earlier = headers.get("x-received-from")
-        # Newest hop first, as RabbitMQ prepends it.
-        headers["x-received-from"] = [
-            {"uri": self.uri, "queue": self.upstream_queue, "redelivered": delivery.redelivered},
-            *(earlier if isinstance(earlier, list) else []),
-        ]
-        properties.headers = headers
+        properties.headers = self._hop_headers(dict(properties.headers or {}), delivery)
         body = delivered.body
         header = ContentHeader(0, len(body), properties).marshal()
         message = Message(delivery.exchange or "", delivery.routing_key or "", header, body)
@@ -253,6 +246,30 @@ class FederationLink:
             )
         else:
             self._settle(entry, state)
+
+    def _hop_headers(self, headers: dict[str, Any], delivery: Basic.Deliver) -> dict[str, Any]:
+        """RabbitMQ's headers of a federated hop: where the message was first published, and
+        this hop first in x-received-from (a hop already there moves up, counted again)."""
+        headers.setdefault("x-original-exchange", delivery.exchange or "")
+        headers.setdefault("x-original-routing-key", delivery.routing_key or "")
+        earlier = headers.get("x-received-from")
+        hops = (
+            [hop for hop in earlier if isinstance(hop, dict)] if isinstance(earlier, list) else []
+        )
+        visits = 1
+        for hop in hops:
+            if hop.get("uri") == self.uri and hop.get("queue") == self.upstream_queue:
+                visits += int(hop.get("visit-count", 1))
+                hops.remove(hop)
+                break
+        hop = {
+            "uri": self.uri,
+            "queue": self.upstream_queue,
+            "redelivered": bool(delivery.redelivered),
+            "visit-count": visits,
+        }
+        headers["x-received-from"] = [hop, *hops]
+        return headers
 
     def _settle(self, entry: list[int], state: int) -> None:
         entry[1] = state

@@ -193,12 +193,16 @@ def test_messages_move_only_on_downstream_demand(pair: tuple[NodeProcess, NodePr
         assert sorted(body for body, _ in received) == sorted(
             f"m{number}".encode() for number in range(20)
         )
-        hop = received[0][1]["x-received-from"][0]
-        assert hop == {
-            "uri": f"amqp://127.0.0.1:{upstream.ports['amqp']}/",
-            "queue": QUEUE,
-            "redelivered": False,
-        }
+        headers = received[0][1]
+        assert headers["x-original-exchange"] == "" and headers["x-original-routing-key"] == QUEUE
+        assert headers["x-received-from"] == [
+            {
+                "uri": f"amqp://127.0.0.1:{upstream.ports['amqp']}/",
+                "queue": QUEUE,
+                "redelivered": False,
+                "visit-count": 1,
+            }
+        ]
         wait_for(lambda: ready_count(upstream, QUEUE) == 0, 10, 0.1)
         channel.cancel()
     # The consumer is gone: what is published upstream now stays there.

@@ -484,13 +484,18 @@ def _running_under_ci() -> bool:
     return os.environ.get("CI", "").lower() == "true"
 
 
-@pytest.fixture(scope="session")
-def rabbitmq() -> Iterator[RabbitNode]:
-    """A RabbitMQ node shared by the test session (skipped when not installed, failing under CI)."""
+def require_rabbitmq() -> None:
+    """Skip the test when RabbitMQ is not installed (fail it under CI, which installs it)."""
     if find_rabbitmq() is None:
         reason = "Debian's rabbitmq-server is not installed"
         if rabbitmq_missing_action(_running_under_ci()) == "fail":
             pytest.fail(f"{reason} (required when CI=true)")
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def rabbitmq() -> Iterator[RabbitNode]:
+    """A RabbitMQ node shared by the test session (skipped when not installed, failing under CI)."""
+    require_rabbitmq()
     with start_rabbitmq() as node:
         yield node
