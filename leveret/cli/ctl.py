@@ -335,6 +335,43 @@ def purge_queue(client: Client, args: argparse.Namespace) -> int:
     return EX_OK
 
 
+_FEDERATION_COLUMNS = [
+    "id",
+    "node",
+    "vhost",
+    "queue",
+    "upstream_queue",
+    "upstream",
+    "type",
+    "status",
+    "demand",
+    "uri",
+    "error",
+    "timestamp",
+]
+
+
+def federation_status(client: Client, args: argparse.Namespace) -> int:
+    path = "/api/federation-links/state/down" if args.only_down else "/api/federation-links"
+    links = client.call("GET", path)
+    print_rows(args, _FEDERATION_COLUMNS, links, "Listing federation links ...")
+    return EX_OK
+
+
+def restart_federation_link(client: Client, args: argparse.Namespace) -> int:
+    links = client.call("GET", "/api/federation-links")
+    link = next((found for found in links if found["id"] == args.link_id), None)
+    if link is None:
+        raise CtlError(EX_DATAERR, f"Federation link with ID {args.link_id} not found")
+    print_done(args, f"Restarting federation link in vhost {link['vhost']} with ID {link['id']}")
+    client.call(
+        "DELETE",
+        f"/api/federation-links/vhost/{_vhost_path(link['vhost'])}/{_name(link['id'])}/"
+        f"{_name(link['node'])}/restart",
+    )
+    return EX_OK
+
+
 def delete_queue(client: Client, args: argparse.Namespace) -> int:
     path = f"/api/queues/{_vhost_path(args.vhost)}/{_name(args.queue)}"
     queue = client.call("GET", path, missing=_no_queue(args))
@@ -591,6 +628,8 @@ COMMANDS: dict[str, Callable[[Client, argparse.Namespace], int]] = {
     "delete_queue": delete_queue,
     "status": status,
     "cluster_status": cluster_status,
+    "federation_status": federation_status,
+    "restart_federation_link": restart_federation_link,
     "export_definitions": export_definitions,
     "import_definitions": import_definitions,
 }
@@ -721,6 +760,10 @@ def _fill_ctl_parser(ctl: argparse.ArgumentParser) -> None:
     parser.add_argument("-u", "--if-unused", action="store_true")
     command("status", "the node's status")
     command("cluster_status", "the cluster's members")
+    parser = command("federation_status", "the federation links and their state")
+    parser.add_argument("--only-down", action="store_true", help="only links that are not running")
+    parser = command("restart_federation_link", "reconnect a federation link")
+    parser.add_argument("link_id", help="the link's id, as federation_status shows")
     parser = command("export_definitions", "write definitions as JSON to a file, or - for stdout")
     parser.add_argument("path")
     parser = command("import_definitions", "read definitions as JSON from a file, or - for stdin")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -59,6 +61,18 @@ def publish(node: NodeProcess, queue: str, bodies: list[bytes]) -> None:
             channel.basic_publish(
                 "", queue, body, pika.BasicProperties(delivery_mode=2, message_id=body.decode())
             )
+
+
+def ctl(node: NodeProcess, *args: str) -> str:
+    url = f"http://guest:guest@127.0.0.1:{node.ports['mgmt']}"
+    done = subprocess.run(
+        [sys.executable, "-m", "leveret", "ctl", "--url", url, *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    return done.stdout
 
 
 def links(node: NodeProcess) -> list[dict[str, Any]]:
@@ -240,6 +254,13 @@ def test_an_unreachable_upstream_shows_an_error(pair: tuple[NodeProcess, NodePro
         assert link["uri"] == "amqp://127.0.0.1:1"  # no credentials shown
         status, down = http(downstream, "GET", "/api/federation-links/state/down")
         assert status == 200 and [entry["queue"] for entry in down] == ["lonely"]
+        listed = json.loads(
+            ctl(downstream, "federation_status", "--only-down", "--formatter", "json")
+        )
+        assert [(entry["queue"], entry["status"]) for entry in listed] == [("lonely", "error")]
+        assert "Restarting federation link" in ctl(
+            downstream, "restart_federation_link", link["id"]
+        )
     finally:
         http(downstream, "DELETE", "/api/policies/%2F/lonely")
         http(downstream, "DELETE", "/api/parameters/federation-upstream/%2F/nowhere")
