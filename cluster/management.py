@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cluster.gossip import MemberStatus
+from cluster.gossip import LinkReport, MemberStatus
 from cluster.metadata.tables import KEY_FIELDS, Tables
 from cluster.service import ClusterService
 from cluster.status import cluster_status_report
@@ -74,6 +74,17 @@ class ClusterManagement:
                 )
             entries[name] = entry
         return entries
+
+    def peer_links(self) -> list[dict[str, Any]]:
+        status = self._service.status()
+        found: list[dict[str, Any]] = []
+        for name, view in status.gossip.items():
+            if name == status.node or view.status is not MemberStatus.ALIVE or not view.report:
+                continue
+            for link in view.report.links:
+                shown = {field: getattr(link, field) for field in LinkReport.__slots__}
+                found.append({"node": name, **{k: v for k, v in shown.items() if v}})
+        return found
 
     def queue_report(self, node: str, vhost: str, name: str) -> tuple[bool, dict[str, int]]:
         view = self._service.status().gossip.get(node)

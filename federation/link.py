@@ -3,8 +3,9 @@
 The link connects to its upstream (each URI in turn), checks that the upstream announces
 consumer priorities, declares the upstream queue passively (with the downstream queue's
 arguments only when it is missing), sets the prefetch, and consumes with `x-priority: -1` only
-while the local queue has no ready message and a consumer that can take one: upstream consumers
-of normal priority are served first, and messages move only when consumers here need them.
+while the local queue has no ready message and a consumer that can take one, and this node has
+no resource alarm: upstream consumers of normal priority are served first, and messages move
+only when consumers here need them.
 Acknowledgements go upstream in batches, after the local fsync in on-confirm mode.
 """
 
@@ -36,6 +37,8 @@ log = logging.getLogger(__name__)
 
 # How long a connection attempt to one upstream URI may take.
 _CONNECT_SECONDS = 10.0
+# The consumer argument by which a link recognises its own consumer on an upstream queue.
+_LINK_MARK = "x-federation-link"
 # States of an upstream delivery until it is acknowledged.
 _PENDING, _TAKEN, _REFUSED = 0, 1, 2
 
@@ -48,6 +51,11 @@ class LinkStatus(Enum):
 
 class UpstreamRefused(Exception):
     """The upstream cannot serve a queue link (the reason is the link's error)."""
+
+
+class UpstreamIsThisQueue(Exception):
+    """The upstream queue is the federated queue itself, reached through this cluster (an
+    upstream set such as `all` names every node of the cluster, this one too)."""
 
 
 # Calls `callback(error)` once what was published so far is on disk (error: it is not).
@@ -64,6 +72,7 @@ class FederationLink:
         policy: str,
         when_durable: WhenDurable,
         node: str,
+        alarmed: Callable[[], bool],
     ) -> None:
         self.queue = queue
         self.upstream = upstream
@@ -73,9 +82,15 @@ class FederationLink:
         self.error: str | None = None
         self.uri: str = safe_uri(upstream.uris[0])
         self.consuming = False  # pulling now, rather than waiting for local demand
+        self.is_this_queue = False  # the upstream turned out to be the queue itself: idle
+        # Deliveries held back until the first consume shows the upstream is not this queue.
+        self._on_probation: list[DeliveredMessage] | None = None
         self.changed_at = time.time()
         self.forwarded = 0
         self._when_durable = when_durable
+        # While this node has a resource alarm the link does not pull, whatever the demand:
+        # the alarm blocks publishers because the node cannot take more.
+        self._alarmed = alarmed
         self._task: asyncio.Task[None] | None = None
         self._demand = asyncio.Event()
         self._no_demand = asyncio.Event()
@@ -95,6 +110,9 @@ class FederationLink:
     def start(self) -> None:
         self.queue.decorators.append(self)
         self.demand_may_have_changed(self.queue)
+        self._spawn()
+
+    def _spawn(self) -> None:
         self._task = asyncio.get_running_loop().create_task(
             self._run(),
             name=f"federation-{self.queue.vhost}-{self.queue.name}-{self.upstream.name}",
@@ -113,10 +131,10 @@ class FederationLink:
         """Reconnect now (the management API's restart)."""
         if self._task is not None:
             self._task.cancel()
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._spawn()
 
     def demand_may_have_changed(self, queue: ClassicQueue) -> None:
-        if queue.has_demand():
+        if queue.has_demand() and not self._alarmed():
             if not self._demand.is_set():
                 self._demand.set()
                 self._no_demand.clear()
@@ -132,6 +150,15 @@ class FederationLink:
                 await self._connect_and_serve()
             except asyncio.CancelledError:
                 raise
+            except UpstreamIsThisQueue:
+                log.info(
+                    "federation upstream %s of %s is that queue itself: no link",
+                    self.upstream.name,
+                    self.queue.name,
+                )
+                with contextlib.suppress(ValueError):
+                    self.queue.decorators.remove(self)
+                return
             except Exception as error:  # noqa: BLE001 - every failure is the link's status
                 self._set(LinkStatus.ERROR, _reason(error))
                 log.info(
@@ -142,6 +169,7 @@ class FederationLink:
                 )
             finally:
                 self._channel = None
+                self._on_probation = None
                 self.consuming = False
                 self._unsettled.clear()
             await asyncio.sleep(self.upstream.reconnect_delay)
@@ -205,15 +233,31 @@ class FederationLink:
         """Consume while there is demand here, cancel when it goes, until the channel closes."""
         tag = self.upstream.tag()
         no_ack = self.upstream.ack_mode == "no-ack"
+        # The consumer carries a mark of this run of the link: once consume-ok is back the
+        # upstream has registered it, and if that upstream is this very queue, it is here.
+        mark = f"{self.node}/{id(self)}/{time.monotonic_ns()}"
+        arguments = {"x-priority": -1, _LINK_MARK: mark}
+        checked = False
         while True:
             await _first(self._demand.wait(), closed)
+            if not checked:
+                self._on_probation = []
             await channel.basic_consume(
                 self.upstream_queue,
                 self._deliver,
                 no_ack=no_ack,
                 consumer_tag=tag,
-                arguments={"x-priority": -1},
+                arguments=arguments,
             )
+            if not checked:
+                checked = True
+                held, self._on_probation = self._on_probation or [], None
+                if any(c.arguments.get(_LINK_MARK) == mark for c in self.queue.consumers):
+                    # What it delivered stays unacknowledged and goes back when we close.
+                    self.is_this_queue = True
+                    raise UpstreamIsThisQueue()
+                for delivered in held:
+                    await self._deliver(delivered)
             self.consuming = True
             await _first(self._no_demand.wait(), closed)
             await channel.basic_cancel(tag)
@@ -223,9 +267,12 @@ class FederationLink:
 
     async def _deliver(self, delivered: DeliveredMessage) -> None:
         """An upstream message: into the local queue, acknowledged as the ack mode says."""
-        queue = self.queue
-        if queue.deleted:
+        if self._on_probation is not None:
+            self._on_probation.append(delivered)
             return
+        queue = self.queue
+        if queue.deleted or self.is_this_queue:
+            return  # unacknowledged, it goes back to the upstream queue
         delivery = cast(Basic.Deliver, delivered.delivery)
         properties = delivered.header.properties
         properties.headers = self._hop_headers(dict(properties.headers or {}), delivery)
@@ -314,7 +361,9 @@ class FederationLink:
             found["error"] = self.error
         if self.status is LinkStatus.RUNNING:
             found["local_connection"] = "<internal>"
-            found["demand"] = "consuming" if self.consuming else "waiting"
+            found["demand"] = (
+                "consuming" if self.consuming else "blocked" if self._alarmed() else "waiting"
+            )
         return found
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from leveret.mgmt.api_federation import attach_federation
-
 from .supervisor import FederationSupervisor
 from .upstreams import UPSTREAM, UPSTREAM_SET, validate_upstream, validate_upstream_set
 
@@ -23,8 +21,9 @@ class FederationPlugin:
         self.supervisor = FederationSupervisor(broker)
 
     async def start(self) -> None:
-        attach_federation(self._broker, self.supervisor)
+        self._broker.federation = self.supervisor
         self.supervisor.start()
 
     async def stop(self) -> None:
+        self._broker.federation = None
         await self.supervisor.stop()

@@ -39,11 +39,14 @@ class FederationSupervisor:
 
     def start(self) -> None:
         self._broker.registry.subscribe(self._definitions_changed)
+        self._broker.alarm_listeners.append(self._alarm_changed)
         self._task = asyncio.get_running_loop().create_task(
             self._reconcile_forever(), name="federation-links"
         )
 
     async def stop(self) -> None:
+        with contextlib.suppress(ValueError):
+            self._broker.alarm_listeners.remove(self._alarm_changed)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -61,6 +64,10 @@ class FederationSupervisor:
 
     def _definitions_changed(self, what: str, vhost: str) -> None:
         self._wakeup.set()
+
+    def _alarm_changed(self, alarmed: bool) -> None:
+        for link in self.links.values():
+            link.demand_may_have_changed(link.queue)
 
     async def _reconcile_forever(self) -> None:
         while True:
@@ -92,7 +99,12 @@ class FederationSupervisor:
         for key, (queue, upstream, policy) in wanted.items():
             if key not in self.links:
                 link = FederationLink(
-                    queue, upstream, policy, self._when_durable(), self._broker.config.node_name
+                    queue,
+                    upstream,
+                    policy,
+                    self._when_durable(),
+                    self._broker.config.node_name,
+                    alarmed=lambda: bool(self._broker.alarms),
                 )
                 self.links[key] = link
                 link.start()
@@ -120,4 +132,4 @@ class FederationSupervisor:
         return stores.committer.call_when_durable
 
     def describe(self) -> list[dict[str, Any]]:
-        return [link.describe() for link in self.links.values()]
+        return [link.describe() for link in self.links.values() if not link.is_this_queue]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,7 @@ from .auth import User, check_password
 from .config import Config
 from .definitions_registry import DefinitionsRegistry
 from .direct_reply import DirectReplyRegistry
+from .federation_links import FederationLinks
 from .metadata import MetadataStore
 from .persistence import MessageStores
 from .policy_effects import apply_to_exchange, apply_to_queue, follow_policies
@@ -40,12 +42,16 @@ class Broker:
         self.permissions: dict[tuple[str, str], Permission] = {}  # (user, vhost)
         self.sessions: set[Session] = set()
         self.alarms: set[str] = set()
+        # Called with whether any alarm is in effect, each time that changes.
+        self.alarm_listeners: list[Callable[[bool], None]] = []
         self.direct_reply = DirectReplyRegistry()
         # Decides every definition change and applies it to this model, which is never changed
         # here directly (see metadata); set by the node before anything is defined.
         self.metadata: MetadataStore
         # The links that carry operations on queues homed on other nodes to those nodes.
         self.links: HomeLinks | None = None
+        # The federation links this node runs, when the node has the federation extension.
+        self.federation: FederationLinks | None = None
         # Policies, operator policies and parameters: they act on queues and exchanges as they
         # change.
         self.registry = DefinitionsRegistry()
@@ -121,6 +127,8 @@ class Broker:
         reason = self._alarm_reason() if self.alarms else None
         for session in list(self.sessions):
             session.set_alarm(reason)
+        for listener in list(self.alarm_listeners):
+            listener(bool(self.alarms))
 
     def _alarm_reason(self) -> str:
         return "low on " + " & ".join(sorted(self.alarms))

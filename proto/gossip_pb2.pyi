@@ -30,21 +30,51 @@ class QueueCounters(_message.Message):
     consumers: int
     def __init__(self, vhost: _Optional[str] = ..., name: _Optional[str] = ..., messages: _Optional[int] = ..., messages_unacknowledged: _Optional[int] = ..., consumers: _Optional[int] = ...) -> None: ...
 
+class LinkReport(_message.Message):
+    __slots__ = ("vhost", "queue", "upstream", "upstream_queue", "id", "status", "uri", "consumer_tag", "timestamp", "error", "local_connection", "demand")
+    VHOST_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    UPSTREAM_FIELD_NUMBER: _ClassVar[int]
+    UPSTREAM_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    URI_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_TAG_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_CONNECTION_FIELD_NUMBER: _ClassVar[int]
+    DEMAND_FIELD_NUMBER: _ClassVar[int]
+    vhost: str
+    queue: str
+    upstream: str
+    upstream_queue: str
+    id: str
+    status: str
+    uri: str
+    consumer_tag: str
+    timestamp: str
+    error: str
+    local_connection: str
+    demand: str
+    def __init__(self, vhost: _Optional[str] = ..., queue: _Optional[str] = ..., upstream: _Optional[str] = ..., upstream_queue: _Optional[str] = ..., id: _Optional[str] = ..., status: _Optional[str] = ..., uri: _Optional[str] = ..., consumer_tag: _Optional[str] = ..., timestamp: _Optional[str] = ..., error: _Optional[str] = ..., local_connection: _Optional[str] = ..., demand: _Optional[str] = ...) -> None: ...
+
 class NodeReport(_message.Message):
-    __slots__ = ("version", "alarms", "memory_used", "disk_free", "queues", "run")
+    __slots__ = ("version", "alarms", "memory_used", "disk_free", "queues", "run", "links")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ALARMS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_USED_FIELD_NUMBER: _ClassVar[int]
     DISK_FREE_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     RUN_FIELD_NUMBER: _ClassVar[int]
+    LINKS_FIELD_NUMBER: _ClassVar[int]
     version: int
     alarms: _containers.RepeatedScalarFieldContainer[str]
     memory_used: int
     disk_free: int
     queues: _containers.RepeatedCompositeFieldContainer[QueueCounters]
     run: str
-    def __init__(self, version: _Optional[int] = ..., alarms: _Optional[_Iterable[str]] = ..., memory_used: _Optional[int] = ..., disk_free: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[QueueCounters, _Mapping]]] = ..., run: _Optional[str] = ...) -> None: ...
+    links: _containers.RepeatedCompositeFieldContainer[LinkReport]
+    def __init__(self, version: _Optional[int] = ..., alarms: _Optional[_Iterable[str]] = ..., memory_used: _Optional[int] = ..., disk_free: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[QueueCounters, _Mapping]]] = ..., run: _Optional[str] = ..., links: _Optional[_Iterable[_Union[LinkReport, _Mapping]]] = ...) -> None: ...
 
 class MemberState(_message.Message):
     __slots__ = ("name", "status", "incarnation", "report", "has_report")

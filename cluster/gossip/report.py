@@ -1,8 +1,8 @@
-"""What a node tells the others about itself through gossip: health, alarms, queue counters."""
+"""What a node tells the others about itself through gossip: health, alarms, queues, links."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +17,25 @@ class QueueCounters:
 
 
 @dataclass(frozen=True, slots=True)
+class LinkReport:
+    """Soft state of one federation link on the node that runs it, in RabbitMQ's field names
+    (error, local_connection and demand are empty when they do not apply)."""
+
+    vhost: str
+    queue: str
+    upstream: str
+    upstream_queue: str
+    id: str
+    status: str
+    uri: str
+    consumer_tag: str
+    timestamp: str
+    error: str = ""
+    local_connection: str = ""
+    demand: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class NodeReport:
     """A node's own account of itself; `version` orders the reports of one incarnation."""
 
@@ -26,13 +45,11 @@ class NodeReport:
     disk_free: int = 0
     queues: tuple[QueueCounters, ...] = ()
     run: str = ""  # which run of the node (a new one at each start)
+    links: tuple[LinkReport, ...] = ()  # the federation links the node runs
+
+    def with_version(self, version: int) -> NodeReport:
+        return replace(self, version=version)
 
     def same_content(self, other: NodeReport) -> bool:
         """Whether `other` says the same, whatever its version."""
-        return (self.alarms, self.memory_used, self.disk_free, self.queues, self.run) == (
-            other.alarms,
-            other.memory_used,
-            other.disk_free,
-            other.queues,
-            other.run,
-        )
+        return replace(self, version=0) == replace(other, version=0)

@@ -157,9 +157,7 @@ class Swim:
         if own.report is not None and own.report.same_content(report):
             return
         version = (own.report.version if own.report else 0) + 1
-        fresh = NodeReport(
-            version, report.alarms, report.memory_used, report.disk_free, report.queues, report.run
-        )
+        fresh = report.with_version(version)
         self._set(MemberState(self.own_name, MemberStatus.ALIVE, own.incarnation, fresh), now)
 
     def outgoing(self, peer: str | None = None) -> list[MemberState]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cluster.gossip.report import NodeReport, QueueCounters
+from cluster.gossip.report import LinkReport, NodeReport, QueueCounters
 from cluster.gossip.swim import MemberState, MemberStatus
 from proto import gossip_pb2
 
@@ -14,6 +14,7 @@ _TO_WIRE = {
     MemberStatus.DEAD: gossip_pb2.DEAD,
 }
 _FROM_WIRE = {wire: status for status, wire in _TO_WIRE.items()}
+_LINK_FIELDS = LinkReport.__slots__
 
 
 def encode_states(states: Iterable[MemberState]) -> list[gossip_pb2.MemberState]:
@@ -48,6 +49,10 @@ def _encode(state: MemberState) -> gossip_pb2.MemberState:
             )
             for queue in report.queues
         )
+        item.report.links.extend(
+            gossip_pb2.LinkReport(**{name: getattr(link, name) for name in _LINK_FIELDS})
+            for link in report.links
+        )
     return item
 
 
@@ -65,5 +70,9 @@ def _decode(item: gossip_pb2.MemberState) -> MemberState:
                 for q in wire.queues
             ),
             run=wire.run,
+            links=tuple(
+                LinkReport(**{name: getattr(link, name) for name in _LINK_FIELDS})
+                for link in wire.links
+            ),
         )
     return MemberState(item.name, _FROM_WIRE[item.status], item.incarnation, report)

@@ -1,17 +1,18 @@
-"""This node's gossip report, read from the running broker: alarms, memory, disk, queue counts."""
+"""This node's gossip report, read from the running broker: alarms, memory, disk, queues, links."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from cluster.gossip.report import NodeReport, QueueCounters
+from cluster.gossip.report import LinkReport, NodeReport, QueueCounters
 from leveret.names import RUN_ID
 from leveret.server.memory_monitor import resident_bytes
 from leveret.store.disk_monitor import free_bytes_of
 
 # Reports carry at most this many queues (the busiest), so a probe stays small.
 MAX_QUEUES_REPORTED = 500
+MAX_LINKS_REPORTED = 500
 # Memory and disk figures are rounded so that noise does not make every report news.
 _ROUNDING = 1 << 20
 
@@ -43,4 +44,17 @@ def broker_report(broker: Any, data_dir: Path) -> NodeReport:
         disk_free=disk_free,
         queues=tuple(queues),
         run=RUN_ID,
+        links=_links(broker),
     )
+
+
+def _links(broker: Any) -> tuple[LinkReport, ...]:
+    federation = broker.federation
+    if federation is None:
+        return ()
+    links = [
+        LinkReport(**{field: str(link.get(field, "")) for field in LinkReport.__slots__})
+        for link in federation.describe()
+    ]
+    links.sort(key=lambda link: (link.vhost, link.queue, link.upstream))
+    return tuple(links[:MAX_LINKS_REPORTED])

@@ -1,47 +1,30 @@
-"""`/api/federation-links`: the federation links of this node, with RabbitMQ's fields.
+"""`/api/federation-links`: the federation links of the cluster, with RabbitMQ's fields.
 
-Federation plugs in through `attach_federation` (this package never imports it). Beyond
-RabbitMQ's fields, a running link says whether it is pulling now or waiting for local demand
-(`demand`: consuming | waiting).
+This node's links come from `broker.federation`, the other nodes' from their gossip reports.
+Beyond RabbitMQ's fields, a running link says whether it is pulling now or waiting for local
+demand (`demand`: consuming | waiting).
 """
 
 from __future__ import annotations
 
-import weakref
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from .access import require_monitor, require_vhost, visible_vhosts
+from .cluster_link import cluster_control
 from .context import NO_CONTENT, Context, Reply, Route, not_found_unless, ok
 from .listing import list_response
 
-if TYPE_CHECKING:
-    from ..broker import Broker
-
-
-class FederationLinks(Protocol):
-    """What the management API needs from federation (federation.supervisor)."""
-
-    def describe(self) -> list[dict[str, Any]]: ...
-
-    def restart(self, vhost: str, link: str) -> bool: ...
-
-
-_links: weakref.WeakKeyDictionary[Any, FederationLinks] = weakref.WeakKeyDictionary()
-
-
-def attach_federation(broker: Broker, links: FederationLinks) -> None:
-    """Serve `links` on the management API of `broker`'s node."""
-    _links[broker] = links
-
 
 def _described(ctx: Context, vhost: str | None, down_only: bool = False) -> list[dict[str, Any]]:
-    links = _links.get(ctx.broker)
-    if links is None:
-        return []
+    links = ctx.broker.federation
+    found = links.describe() if links is not None else []
+    control = cluster_control(ctx.broker)
+    if control is not None:
+        found.extend(control.peer_links())
     allowed = set(visible_vhosts(ctx.broker, ctx.caller))
     return [
         link
-        for link in links.describe()
+        for link in found
         if link["vhost"] in allowed
         and (vhost is None or link["vhost"] == vhost)
         and (not down_only or link["status"] != "running")
@@ -72,7 +55,7 @@ def restart_link(ctx: Context) -> Reply:
     require_monitor(ctx.caller)
     vhost = ctx.param("vhost")
     require_vhost(ctx.broker, ctx.caller, vhost)
-    links = _links.get(ctx.broker)
+    links = ctx.broker.federation
     not_found_unless(links is not None and links.restart(vhost, ctx.param("id")))
     return Reply(NO_CONTENT)
 

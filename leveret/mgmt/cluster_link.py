@@ -26,6 +26,10 @@ class ClusterControl(Protocol):
 
     def metadata(self, table: str | None = None) -> dict[str, Any] | None: ...
 
+    def peer_links(self) -> list[dict[str, Any]]:
+        """The federation links the other running nodes last gossiped, in the API's fields."""
+        ...
+
     def queue_report(self, node: str, vhost: str, name: str) -> tuple[bool, dict[str, int]]:
         """Whether `node` is up, and the counters it last gossiped for its queue."""
         ...

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -434,5 +435,18 @@ def metrics_text(broker: Broker, state: ManagementState, *, per_object: bool = F
         + _channel_families(broker, state, node_figure, per_object)
         + _connection_families(broker, state, per_object)
         + _global_families(broker, node_figure, consumers)
+        + _federation_families(broker)
     )
     return render(families)
+
+
+def _federation_families(broker: Broker) -> list[Family]:
+    """rabbitmq_federation_links by status, for the links this node runs (as the federation
+    plugin's collector: only with federation, one sample per status in use)."""
+    if broker.federation is None:
+        return []
+    by_status = Counter(link["status"] for link in broker.federation.describe())
+    family = Family("rabbitmq_federation_links", "gauge", "Current number of federation links.")
+    for status, count in sorted(by_status.items()):
+        family.add(count, (("status", status),))
+    return [family]

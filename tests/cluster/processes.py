@@ -136,7 +136,8 @@ class ClusterNode:
 class Cluster:
     """N nodes formed with --join (the first bootstraps, the others join it)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, prefix: str = "n") -> None:
+        self.prefix = prefix  # node names are {prefix}1@localhost, {prefix}2@localhost...
         self._tmp = tempfile.TemporaryDirectory(prefix="leveret-cluster-")
         self.secret_file = os.path.join(self._tmp.name, "secret")
         with open(self.secret_file, "w") as file:
@@ -145,10 +146,10 @@ class Cluster:
         self.size = size
 
     def form(self) -> Cluster:
-        first = ClusterNode("n1@localhost", self.secret_file, []).start()
+        first = ClusterNode(f"{self.prefix}1@localhost", self.secret_file, []).start()
         self.nodes.append(first)
         for number in range(2, self.size + 1):
-            node = ClusterNode(f"n{number}@localhost", self.secret_file, [first.seed])
+            node = ClusterNode(f"{self.prefix}{number}@localhost", self.secret_file, [first.seed])
             self.nodes.append(node.start())
         names = sorted(node.name for node in self.nodes)
         wait_for(lambda: self.agreed_leader(names) is not None, 30, 0.1)
