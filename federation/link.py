@@ -276,6 +276,10 @@ class FederationLink:
         delivery = cast(Basic.Deliver, delivered.delivery)
         properties = delivered.header.properties
         properties.headers = self._hop_headers(dict(properties.headers or {}), delivery)
+        if not self.upstream.trust_user_id:
+            # The upstream validated the user-id against its own users, which mean nothing
+            # here: RabbitMQ clears it unless the upstream is trusted.
+            properties.user_id = None
         body = delivered.body
         header = ContentHeader(0, len(body), properties).marshal()
         message = Message(delivery.exchange or "", delivery.routing_key or "", header, body)

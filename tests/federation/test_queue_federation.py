@@ -264,3 +264,37 @@ def test_an_unreachable_upstream_shows_an_error(pair: tuple[NodeProcess, NodePro
     finally:
         http(downstream, "DELETE", "/api/policies/%2F/lonely")
         http(downstream, "DELETE", "/api/parameters/federation-upstream/%2F/nowhere")
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_user_id_crosses_only_a_trusted_upstream(
+    pair: tuple[NodeProcess, NodeProcess], trusted: bool
+) -> None:
+    upstream, downstream = pair
+    queue = f"signed.{trusted}".lower()
+    with pika.BlockingConnection(pika.URLParameters(upstream.url)) as conn:
+        channel = conn.channel()
+        channel.queue_declare(queue, durable=True)
+        channel.confirm_delivery()
+        channel.basic_publish("", queue, b"signed", pika.BasicProperties(user_id="guest"))
+    value = {"uri": upstream.url, "reconnect-delay": 1, "trust-user-id": trusted}
+    path = f"/api/parameters/federation-upstream/%2F/{queue}"
+    assert http(downstream, "PUT", path, {"value": value})[0] == 201
+    policy = {"pattern": f"^{queue}$", "definition": {"federation-upstream": queue}}
+    assert http(downstream, "PUT", f"/api/policies/%2F/{queue}", policy)[0] == 201
+    try:
+        with pika.BlockingConnection(pika.URLParameters(downstream.url)) as conn:
+            channel = conn.channel()
+            channel.queue_declare(queue, durable=True)
+            received: list[Any] = []
+            channel.basic_consume(
+                queue, lambda ch, method, props, body: received.append(props), auto_ack=True
+            )
+            deadline = time.monotonic() + 15
+            while not received and time.monotonic() < deadline:
+                conn.process_data_events(time_limit=0.1)
+        [properties] = received
+        assert properties.user_id == ("guest" if trusted else None)
+    finally:
+        http(downstream, "DELETE", f"/api/policies/%2F/{queue}")
+        http(downstream, "DELETE", path)
