@@ -246,3 +246,40 @@ def test_load_balanced_logical_queue_inside_one_cluster(clusters: Clusters) -> N
     assert sorted(everything) == sorted(f"j{number}" for number in range(total))
     assert all(taken[node.name] for node in up.nodes), {k: len(v) for k, v in taken.items()}
     up.nodes[0].http("DELETE", "/api/policies/%2F/jobs")
+
+
+def test_restarts_and_leader_changes_never_leave_two_links(clusters: Clusters) -> None:
+    up, down = clusters
+    queue = "steady"
+    declare(up.nodes[0], queue)
+    set_upstream(down.nodes[0], "steady-up", {"uri": url(up.nodes[0]), "reconnect-delay": 1})
+    set_policy(down.nodes[0], "steady", "^steady$", {"federation-upstream": "steady-up"})
+    declare(down.nodes[2], queue)  # homed on down3
+    home = down.nodes[2]
+    names = sorted(node.name for node in down.nodes)
+
+    def one_link_on_home() -> bool:
+        return all(
+            [(link["node"], link["status"]) for link in links(node, queue)]
+            == [(home.name, "running")]
+            for node in down.running()
+        )
+
+    wait_for(one_link_on_home, 20, 0.2)
+    # The Raft leader goes (down3 itself if it leads): a new one is elected, still one link.
+    leader = down.node(down.wait_leader(names))
+    leader.kill()
+    survivors = [node for node in down.nodes if node is not leader]
+    down.wait_leader(names, survivors)
+    leader.start(same_ports=True)
+    down.wait_leader(names)
+    wait_for(one_link_on_home, 30, 0.2)
+    # The home node is SIGKILLed and comes back: its link comes back with it, once.
+    home.kill()
+    wait_for(lambda: all(links(node, queue) == [] for node in down.running()), 30, 0.2)
+    home.start(same_ports=True)
+    wait_for(one_link_on_home, 30, 0.2)
+    publish(up.nodes[1], queue, ["after-restarts"])
+    assert [body for body, _ in consume(down.nodes[0], queue, 1)] == ["after-restarts"]
+    down.nodes[0].http("DELETE", "/api/policies/%2F/steady")
+    down.nodes[0].http("DELETE", "/api/parameters/federation-upstream/%2F/steady-up")
