@@ -298,3 +298,43 @@ def test_user_id_crosses_only_a_trusted_upstream(
     finally:
         http(downstream, "DELETE", f"/api/policies/%2F/{queue}")
         http(downstream, "DELETE", path)
+
+
+def test_upstreams_and_policies_travel_in_definitions(
+    pair: tuple[NodeProcess, NodeProcess],
+) -> None:
+    upstream, downstream = pair
+    value = {"uri": upstream.url, "prefetch-count": 7, "ack-mode": "on-publish"}
+    http(downstream, "PUT", "/api/parameters/federation-upstream/%2F/exported", {"value": value})
+    http(
+        downstream,
+        "PUT",
+        "/api/parameters/federation-upstream-set/%2F/both",
+        {"value": [{"upstream": "exported"}]},
+    )
+    policy = {"pattern": "^exported$", "definition": {"federation-upstream-set": "both"}}
+    http(downstream, "PUT", "/api/policies/%2F/exported", policy)
+    try:
+        status, document = http(downstream, "GET", "/api/definitions")
+        assert status == 200
+        exported = {
+            (entry["component"], entry["name"]): entry["value"] for entry in document["parameters"]
+        }
+        assert exported[("federation-upstream", "exported")] == value
+        assert exported[("federation-upstream-set", "both")] == [{"upstream": "exported"}]
+        fresh = NodeProcess(extra_args=["--node-name", "imported@localhost"]).start()
+        try:
+            assert http(fresh, "POST", "/api/definitions", document)[0] in (200, 201, 204)
+            with pika.BlockingConnection(pika.URLParameters(fresh.url)) as conn:
+                conn.channel().queue_declare("exported", durable=True)
+            wait_for(lambda: [link["upstream"] for link in links(fresh)] == ["exported"], 15, 0.1)
+            assert (
+                http(fresh, "GET", "/api/parameters/federation-upstream/%2F/exported")[1]["value"]
+                == value
+            )
+        finally:
+            fresh.cleanup()
+    finally:
+        http(downstream, "DELETE", "/api/policies/%2F/exported")
+        http(downstream, "DELETE", "/api/parameters/federation-upstream-set/%2F/both")
+        http(downstream, "DELETE", "/api/parameters/federation-upstream/%2F/exported")
