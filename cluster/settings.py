@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,22 @@ class ClusterSettings:
             bind=config.bind,
             port=config.cluster_port,
             secret=load_or_create_secret(data_dir, getattr(config, "cluster_secret_file", None)),
-            join=tuple(config.join or ()),
+            join=other_seeds(config.join or (), config.node_name, config.cluster_port),
             tls=tls,
         )
+
+
+def other_seeds(seeds: Iterable[str], node_name: str, port: int) -> tuple[str, ...]:
+    """`seeds` without those that name this node itself (its node name's host, its port).
+
+    Every pod of a StatefulSet gets the same seed, the pod with ordinal 0: that pod skips it
+    and starts the cluster (or restarts with its data), and the others join it."""
+    own_host = node_name.partition("@")[2].lower().rstrip(".")
+    kept = []
+    for seed in seeds:
+        host, _, seed_port = seed.rpartition(":")
+        host = host.strip("[]").lower().rstrip(".")
+        if host == own_host and seed_port == str(port):
+            continue
+        kept.append(seed)
+    return tuple(kept)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster.settings import ClusterSettings
+from cluster.settings import ClusterSettings, other_seeds
 from leveret.config import Config
 
 
@@ -42,3 +42,17 @@ def test_a_specific_bind_address_is_the_advertised_one(tmp_path: Path) -> None:
     settings = ClusterSettings.from_config(config)
     assert settings.secret == b"s" and settings.tls is None
     assert settings.advertised(7) == "[::1]:7"
+
+
+def test_a_seed_naming_the_node_itself_is_skipped() -> None:
+    seeds = ["leveret-0.headless.ns.svc.cluster.local:25672", "other:25672"]
+    # Pod 0 skips itself (whatever the case of the name or a trailing dot)...
+    assert other_seeds(
+        [seeds[0].upper(), seeds[1]], "leveret@leveret-0.headless.ns.svc.cluster.local.", 25672
+    ) == ("other:25672",)
+    # ...pod 1 keeps it, and a seed on another port of the same host is another node.
+    assert other_seeds(seeds, "leveret@leveret-1.headless.ns.svc.cluster.local", 25672) == tuple(
+        seeds
+    )
+    assert other_seeds(["[::1]:25673"], "n1@::1", 25672) == ("[::1]:25673",)
+    assert other_seeds(["[::1]:25672"], "n1@::1", 25672) == ()
