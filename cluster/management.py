@@ -86,6 +86,13 @@ class ClusterManagement:
                 found.append({"node": name, **{k: v for k, v in shown.items() if v}})
         return found
 
+    def majority_text(self) -> str | None:
+        status = self._service.status()
+        reachable = len(status.reachable_voters())
+        if status.voters and reachable > len(status.voters) // 2:
+            return None
+        return status.quorum_text()
+
     def queue_report(self, node: str, vhost: str, name: str) -> tuple[bool, dict[str, int]]:
         view = self._service.status().gossip.get(node)
         if view is None:

@@ -146,7 +146,7 @@ class ClusterService:
             if self._server is not None:
                 await self._server.stop(0)
             return
-        await self._hand_over_leadership()
+        await self.hand_over_leadership()
         if self._gossip is not None:
             await self._gossip.stop()
         await self._loop.stop()
@@ -468,8 +468,10 @@ class ClusterService:
     def _member_record(self, name: str) -> dict[str, Any] | None:
         return next((r for r in self.machine.state.members() if r["name"] == name), None)
 
-    async def _hand_over_leadership(self) -> None:
+    async def hand_over_leadership(self) -> None:
         """Ask a live, connected voter to take over; try the next one if it does not."""
+        if not self._has_loop:
+            return
         raft = self._loop.raft
         if raft.role is not Role.LEADER or len(raft.voters) < 2:
             return

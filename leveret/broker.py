@@ -42,6 +42,8 @@ class Broker:
         self.permissions: dict[tuple[str, str], Permission] = {}  # (user, vhost)
         self.sessions: set[Session] = set()
         self.alarms: set[str] = set()
+        # Draining for a stop (a rolling restart): publishers are blocked as by an alarm.
+        self.draining = False
         # Called with whether any alarm is in effect, each time that changes.
         self.alarm_listeners: list[Callable[[bool], None]] = []
         self.direct_reply = DirectReplyRegistry()
@@ -108,8 +110,9 @@ class Broker:
 
     def session_opened(self, session: Session) -> None:
         self.sessions.add(session)
-        if self.alarms:
-            session.set_alarm(self._alarm_reason())
+        reason = self._blocking_reason()
+        if reason is not None:
+            session.set_alarm(reason)
 
     def session_closed(self, session: Session) -> None:
         self.sessions.discard(session)
@@ -124,14 +127,27 @@ class Broker:
         if bool(self.alarms) == before:
             return
         log.warning("resource alarm %s %s", resource, "set" if active else "cleared")
-        reason = self._alarm_reason() if self.alarms else None
-        for session in list(self.sessions):
-            session.set_alarm(reason)
+        self._tell_sessions()
         for listener in list(self.alarm_listeners):
             listener(bool(self.alarms))
 
-    def _alarm_reason(self) -> str:
-        return "low on " + " & ".join(sorted(self.alarms))
+    def start_draining(self) -> None:
+        """Block every publishing connection for good: the node is about to stop."""
+        self.draining = True
+        self._tell_sessions()
+
+    def _tell_sessions(self) -> None:
+        reason = self._blocking_reason()
+        for session in list(self.sessions):
+            session.set_alarm(reason)
+
+    def _blocking_reason(self) -> str | None:
+        """What connection.blocked says while publishers must wait, None when they need not."""
+        if self.draining:
+            return "node is draining"
+        if self.alarms:
+            return "low on " + " & ".join(sorted(self.alarms))
+        return None
 
 
 @functools.lru_cache(maxsize=1024)

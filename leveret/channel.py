@@ -933,6 +933,10 @@ class Channel:
         self._confirmed_upto = upto
         self.reply(m.BasicAck(upto, multiple))
 
+    def awaiting_confirms(self) -> bool:
+        """Whether publishes read on this channel wait for their basic.ack or basic.nack."""
+        return self.confirming and self._confirmed_upto < self._publish_seq
+
     def _confirm_select(self, method: m.ConfirmSelect) -> None:
         if self.transactional:
             raise precondition_failed("cannot switch from tx to confirm mode", method.ids)

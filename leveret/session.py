@@ -29,7 +29,7 @@ from .amqp.constants import (
 )
 from .amqp.errors import AMQPError, ReplyCode, resource_locked
 from .amqp.frames import method_frame
-from .auth import MECHANISMS, SaslError, is_loopback, parse_response
+from .auth import LOOPBACK_USERS, MECHANISMS, SaslError, is_loopback, parse_response
 from .channel import Channel
 from .metadata_commands import delete_queue as delete_queue_command
 from .names import RUN_ID
@@ -410,7 +410,7 @@ class Session:
         except SaslError as exc:
             raise AMQPError(ReplyCode.SYNTAX_ERROR, str(exc), method.ids) from exc
         refusal = self.broker.authenticate(username, password)
-        if refusal is None and username == "guest" and not is_loopback(self.peer[0]):
+        if refusal is None and username in LOOPBACK_USERS and not is_loopback(self.peer[0]):
             refusal = f"user '{username}' can only connect via localhost"
         if refusal is not None:
             log.warning("login refused for %s from %s: %s", username, self.peer[0], refusal)
@@ -452,9 +452,13 @@ class Session:
 
     def close_for_shutdown(self) -> None:
         """The node is stopping: tell the client, as RabbitMQ does, with 320."""
-        if self.closed:
-            return
-        error = AMQPError(
-            ReplyCode.CONNECTION_FORCED, "broker forced connection closure with reason 'shutdown'"
-        )
-        self._connection_error(error, False)
+        self.close_forced("broker forced connection closure with reason 'shutdown'")
+
+    def close_forced(self, text: str) -> None:
+        """Close the connection with 320 CONNECTION_FORCED and `text`."""
+        if not self.closed:
+            self._connection_error(AMQPError(ReplyCode.CONNECTION_FORCED, text), False)
+
+    def awaiting_confirms(self) -> bool:
+        """Whether a channel owes its publisher confirms for publishes it has read."""
+        return any(channel.awaiting_confirms() for channel in self.channels.values())

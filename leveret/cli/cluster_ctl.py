@@ -1,5 +1,6 @@
-"""`leveret ctl` cluster commands: cluster_status, forget_cluster_node, and direct access to the
-replicated metadata (submit_cluster_command, list_cluster_metadata) for tests and tools."""
+"""`leveret ctl` cluster commands: cluster_status, forget_cluster_node, await_online_nodes and
+drain (for scripts and rolling restarts), and direct access to the replicated metadata
+(submit_cluster_command, list_cluster_metadata) for tests and tools."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ CommandFunction = Callable[[Client, argparse.Namespace], int]
 EX_REFUSED = EX_DATAERR
 _FIRST_POLL_SECONDS = 0.01
 _MAX_POLL_SECONDS = 0.2
+_AWAIT_POLL_SECONDS = 0.5
+_HANDOVER_ALLOWANCE_SECONDS = 30.0
 
 
 def wait_ticket(client: Client, ticket: dict[str, Any], timeout: float) -> Any:
@@ -80,6 +83,47 @@ def forget_cluster_node(client: Client, args: argparse.Namespace) -> int:
     return EX_OK
 
 
+def await_online_nodes(client: Client, args: argparse.Namespace) -> int:
+    """Wait until `count` nodes of the cluster run, as rabbitmqctl await_online_nodes."""
+    print_done(args, f"Will wait for at least {args.count} nodes to join the cluster")
+    deadline = time.monotonic() + args.timeout
+    running: list[str] = []
+    while True:
+        try:
+            running = list(client.call("GET", "/api/cluster/status").get("running_nodes", []))
+        except CtlError as refused:
+            if time.monotonic() > deadline:
+                raise refused
+        if len(running) >= args.count:
+            return EX_OK
+        if time.monotonic() > deadline:
+            raise CtlError(
+                EX_UNAVAILABLE,
+                f"timeout: {len(running)} of {args.count} nodes were online after "
+                f"{args.timeout:g} seconds ({', '.join(running) or 'none'})",
+            )
+        time.sleep(_AWAIT_POLL_SECONDS)
+
+
+def drain(client: Client, args: argparse.Namespace) -> int:
+    """Hand this node's clients and Raft leadership to the others before it stops."""
+    node = client.call("GET", "/api/overview").get("node", "")
+    print_done(args, f"Will put node {node} into maintenance mode")
+    report = client.call(
+        "POST",
+        f"/api/nodes/{quote(node, safe='')}/drain",
+        {"timeout": args.timeout},
+        # The node may first spend a few seconds handing Raft leadership over.
+        timeout=args.timeout + _HANDOVER_ALLOWANCE_SECONDS,
+    )
+    print_done(
+        args,
+        f"Closed {report['closed_connections']} client connections "
+        f"({report['unconfirmed_connections']} still waited for confirms)",
+    )
+    return EX_OK
+
+
 def submit_cluster_command(client: Client, args: argparse.Namespace) -> int:
     try:
         command = json.loads(args.metadata_command)
@@ -110,6 +154,8 @@ def list_cluster_metadata(client: Client, args: argparse.Namespace) -> int:
 COMMANDS: dict[str, CommandFunction] = {
     "cluster_status": cluster_status,
     "forget_cluster_node": forget_cluster_node,
+    "await_online_nodes": await_online_nodes,
+    "drain": drain,
     "submit_cluster_command": submit_cluster_command,
     "list_cluster_metadata": list_cluster_metadata,
 }
@@ -130,6 +176,13 @@ def register(
         elif name == "forget_cluster_node":
             parser = command(name, "remove a node from the cluster; it stays out")
             parser.add_argument("node")
+        elif name == "await_online_nodes":
+            parser = command(name, "wait until COUNT nodes of the cluster run (--timeout, 300)")
+            parser.add_argument("count", type=int)
+        elif name == "drain":
+            parser = command(
+                name, "before a stop: hand clients and leadership over (--timeout, 60)"
+            )
         elif name == "submit_cluster_command":
             parser = command(name, "apply a replicated metadata command (JSON) through the leader")
             # Not "command": the `leveret` parser keeps its own subcommand under that name.

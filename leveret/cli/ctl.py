@@ -28,7 +28,7 @@ from .output import print_done, print_message, print_rows
 DEFAULT_URL = "http://guest:guest@127.0.0.1:15672"
 # Seconds a command may take unless --timeout says otherwise; await_startup's is rabbitmqctl's.
 DEFAULT_TIMEOUT = 60.0
-COMMAND_TIMEOUTS = {"await_startup": 300.0}
+COMMAND_TIMEOUTS = {"await_startup": 300.0, "await_online_nodes": 300.0}
 # How often await_startup asks a node that is not up yet (rabbitmqctl checks every 0.5 s too).
 STARTUP_POLL_SECONDS = 0.5
 

@@ -92,9 +92,10 @@ class Client:
         *,
         missing: CtlError | None = None,
         headers: Mapping[str, str | bytes] | None = None,
+        timeout: float | None = None,
     ) -> Any:
         """The answer's JSON; errors become CtlError with rabbitmqctl's exit codes."""
-        status, payload = self.request(method, path, body, headers=headers)
+        status, payload = self.request(method, path, body, headers=headers, timeout=timeout)
         if status < 300:
             return payload
         reason = payload.get("reason", "") if isinstance(payload, dict) else payload

@@ -89,6 +89,9 @@ class ClusterPlugin:
         )
         await self._wait_first_definitions()
 
+    async def hand_over_leadership(self) -> None:
+        await self.service.hand_over_leadership()
+
     async def stop(self) -> None:
         """Hands leadership over first, when this node leads."""
         if self._catch_up is not None:

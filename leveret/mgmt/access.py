@@ -13,7 +13,7 @@ import binascii
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..auth import is_loopback
+from ..auth import LOOPBACK_USERS, is_loopback
 from .errors import ApiError, credentials_missing, login_failed, not_authorised, object_not_found
 
 if TYPE_CHECKING:
@@ -41,6 +41,10 @@ class Caller:
         return self.is_admin or "policymaker" in self.tags
 
 
+# The caller of a route that needs no credentials (the probes).
+ANONYMOUS = Caller("", frozenset())
+
+
 def authenticate(broker: Broker, authorization: str, peer_host: str, counts: AuthCounts) -> Caller:
     """The caller behind an Authorization header, allowed into the API at all, or ApiError."""
     if not authorization:
@@ -57,7 +61,7 @@ def authenticate(broker: Broker, authorization: str, peer_host: str, counts: Aut
     if not sep or broker.authenticate(username, password) is not None:
         counts.failed += 1
         raise login_failed()
-    if username == broker.config.default_user and not is_loopback(peer_host):
+    if username in LOOPBACK_USERS and not is_loopback(peer_host):
         counts.failed += 1
         raise ApiError(401, "not_authorized", "User can only log in via localhost")
     counts.succeeded += 1

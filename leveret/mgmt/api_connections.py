@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from .access import login_vhosts, require_vhost, sees_user_objects
-from .broker_ops import force_close
 from .connection_view import (
     channel_json,
     channel_name,
@@ -80,7 +79,7 @@ def show_connection(ctx: Context) -> Reply:
 
 def close_connection(ctx: Context) -> Reply:
     session = _connection(ctx)
-    force_close(session, _reason(ctx.request.header("x-reason")) or CLOSED_BY_MANAGEMENT)
+    session.close_forced(_reason(ctx.request.header("x-reason")) or CLOSED_BY_MANAGEMENT)
     return Reply(NO_CONTENT)
 
 

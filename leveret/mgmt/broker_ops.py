@@ -8,22 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..amqp.errors import AMQPError, ReplyCode
 from ..auth import hash_password
 
 if TYPE_CHECKING:
     from ..auth import User
     from ..broker import Broker
-    from ..session import Session
-
-
-def force_close(session: Session, reason: str) -> None:
-    """Close a client connection with 320 CONNECTION_FORCED, as RabbitMQ does from management."""
-    if session.closed:
-        return
-    error = AMQPError(ReplyCode.CONNECTION_FORCED, reason)
-    # Session's one error path: tear down channels, send connection.close, drop after a grace.
-    session._connection_error(error, False)
 
 
 def new_password_hash(
@@ -46,7 +35,7 @@ def delete_vhost(broker: Broker, name: str) -> bool:
         return False
     for session in list(broker.sessions):
         if session.vhost is vhost:
-            force_close(session, f"vhost '{name}' is deleted")
+            session.close_forced(f"vhost '{name}' is deleted")
     for queue_name in list(vhost.queues):
         vhost.delete_queue(queue_name)
     for key in [key for key in broker.permissions if key[1] == name]:

@@ -30,6 +30,10 @@ class ClusterControl(Protocol):
         """The federation links the other running nodes last gossiped, in the API's fields."""
         ...
 
+    def majority_text(self) -> str | None:
+        """None while this node reaches a majority of the voters, else why it does not."""
+        ...
+
     def queue_report(self, node: str, vhost: str, name: str) -> tuple[bool, dict[str, int]]:
         """Whether `node` is up, and the counters it last gossiped for its queue."""
         ...

@@ -18,6 +18,7 @@ from . import (
     api_queues,
     api_users,
     api_vhosts,
+    probes,
 )
 from .context import Route
 
@@ -34,6 +35,7 @@ API_ROUTES: tuple[Route, ...] = (
     *api_definitions.ROUTES,
     *api_health.ROUTES,
     *api_federation.ROUTES,
+    *probes.ROUTES,
 )
 
 

@@ -10,12 +10,13 @@ from collections.abc import Awaitable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..metadata import MetadataUnavailable
-from .access import authenticate
+from .access import ANONYMOUS, authenticate
 from .context import Context, Reply, Route
 from .errors import ApiError, method_not_allowed, object_not_found
 from .http import CONTINUE, ContinueExpected, HttpError, Request, RequestParser, encode_response
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from .metrics import metrics_text
+from .probes import NodeControl
 from .routes import API_ROUTES, Router, split_path
 from .state import ManagementState, management_state
 
@@ -110,9 +111,12 @@ class ManagementApp:
         handler = route.methods.get(method)
         if handler is None:
             raise method_not_allowed(allowed)
-        caller = authenticate(
-            self.broker, request.header("authorization"), peer_host, self.state.http_auth
-        )
+        if route.public:
+            caller = ANONYMOUS
+        else:
+            caller = authenticate(
+                self.broker, request.header("authorization"), peer_host, self.state.http_auth
+            )
         return handler(Context(self.broker, self.state, request, caller, params, peer_host))
 
 
@@ -339,6 +343,7 @@ async def start_management(
     *,
     listeners: Mapping[str, int] | None = None,
     extra_routes: Iterable[Route] = (),
+    node: NodeControl | None = None,
 ) -> ManagementServer:
     """Serve the management API and /metrics on host:port, on the running loop (the node's).
 
@@ -347,6 +352,7 @@ async def start_management(
     are further API routes (federation's links, the cluster's status).
     """
     state = management_state(broker)
+    state.node = node
     app = ManagementApp(broker, state, [*API_ROUTES, *extra_routes])
     loop = asyncio.get_running_loop()
     server = await loop.create_server(

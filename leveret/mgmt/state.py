@@ -18,6 +18,7 @@ from .system import system_figures
 if TYPE_CHECKING:
     from ..broker import Broker
     from ..queues.classic import ClassicQueue
+    from .probes import NodeControl
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,8 @@ class ManagementState:
         # Bound ports by protocol name ("amqp", "mgmt", "cluster"); the node shares its dict.
         self.listeners: Mapping[str, int] = {}
         self.listen_host = "0.0.0.0"
+        # The running node, for probes and the drain (None when the API is served alone).
+        self.node: NodeControl | None = None
         self._collector: asyncio.Task[None] | None = None
         self._servers = 0
 

@@ -19,6 +19,7 @@ from ..persistence import MessageStores
 from ..store import DiskMonitor
 from ..sysexits import EX_CANTCREAT, EX_UNAVAILABLE
 from .data_dir_lock import DataDirInUse, DataDirLock
+from .drain import DrainReport, drain
 from .memory_monitor import MemoryMonitor, total_memory
 from .protocol import AMQPProtocol
 
@@ -43,6 +44,10 @@ class Clustering(Protocol):
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
+
+    async def hand_over_leadership(self) -> None:
+        """Let another member lead the metadata, when this node leads it."""
+        ...
 
 
 ClusteringFactory = Callable[[Config, Broker], Clustering]
@@ -97,6 +102,8 @@ class Node:
         self.cluster: Clustering | None = None
         self._cluster_started = False
         self.federation: Federation | None = None
+        self.started = False  # every listener is up and the node is in its cluster
+        self._amqp_server: asyncio.Server | None = None
 
     async def start(self) -> None:
         """Join or form the cluster, whose replicated store gives this node its definitions
@@ -124,10 +131,13 @@ class Node:
             ),
         )
         self.ports["amqp"] = amqp.sockets[0].getsockname()[1]
+        self._amqp_server = amqp
         mgmt = await self._listen(
             "the management API",
             config.mgmt_port,
-            start_management(self.broker, config.bind, config.mgmt_port, listeners=self.ports),
+            start_management(
+                self.broker, config.bind, config.mgmt_port, listeners=self.ports, node=self
+            ),
         )
         self.ports["mgmt"] = mgmt.sockets[0].getsockname()[1]
         total = total_memory()
@@ -150,6 +160,21 @@ class Node:
             await self.federation.start()
         if config.ports_file:
             _write_atomically(Path(config.ports_file), json.dumps(self.ports))
+        self.started = True
+
+    @property
+    def draining(self) -> bool:
+        return self.broker.draining
+
+    async def drain(self, timeout: float) -> DrainReport:
+        """Before a stop: hand clients and leadership to the other nodes (see drain.py)."""
+        amqp, cluster = self._amqp_server, self.cluster
+
+        async def hand_over() -> None:
+            if cluster is not None:
+                await cluster.hand_over_leadership()
+
+        return await drain(self.broker, amqp.close if amqp else lambda: None, hand_over, timeout)
 
     async def _listen(self, what: str, port: int, starting: Awaitable[Any]) -> asyncio.Server:
         try:
