@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 import pika
 
 from bench.brokers import running_rabbitmq
+from bench.sections import RESULTS, marks, replace_section, section_inside
 from cluster.metadata import encode_command
 from cluster.remote import Remote
 from cluster.secret import CallSigner
@@ -51,9 +52,8 @@ from tests.support.rabbitmq_cluster import start_rabbitmq_cluster
 
 REPO = Path(__file__).resolve().parents[1]
 
-RESULTS = REPO / "bench" / "RESULTS.md"
-START_MARK = "<!-- cluster_bench.py: start -->"
-END_MARK = "<!-- cluster_bench.py: end -->"
+SECTION = "cluster_bench.py"
+START_MARK, END_MARK = marks(SECTION)
 SECRET = b"cluster benchmark secret"
 VHOST = "bench"
 
@@ -639,11 +639,8 @@ def join_parts(parts: dict[str, str]) -> str:
 def merge_section(text: str, parts: dict[str, str]) -> str:
     """`text` (all of RESULTS.md) with `parts` written into this script's section; the parts
     not measured this time, and everything outside the markers, stay as they were."""
-    if START_MARK in text and END_MARK in text:
-        before, rest = text.split(START_MARK, 1)
-        inside, after = rest.split(END_MARK, 1)
-        return before + join_parts({**split_parts(inside), **parts}) + after
-    return text.rstrip("\n") + "\n\n" + join_parts(parts) + "\n"
+    earlier = split_parts(section_inside(text, SECTION) or "")
+    return replace_section(text, SECTION, join_parts({**earlier, **parts}))
 
 
 def write_parts(parts: dict[str, str], path: Path = RESULTS) -> None:

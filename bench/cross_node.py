@@ -18,18 +18,17 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pika
 
 from bench.cluster_bench import BenchCluster, rabbitmq_version, wait
 from bench.perftest import PerfTestConfig, run_perftest
+from bench.sections import marks, write_section
 from tests.support.rabbitmq_cluster import start_rabbitmq_cluster
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
-START_MARK = "<!-- cross_node.py: start -->"
-END_MARK = "<!-- cross_node.py: end -->"
+SECTION = "cross_node.py"
+START_MARK, END_MARK = marks(SECTION)
 QUEUE = "cross-node-bench"
 
 # name -> (perftest settings, where producers and consumers connect: "A" or "B")
@@ -207,17 +206,6 @@ def _seconds(value: float) -> str:
     return f"{value:.2f} s" if value != float("inf") else "none within 60 s"
 
 
-def write(section: str, path: Path = RESULTS) -> None:
-    text = path.read_text()
-    if START_MARK in text and END_MARK in text:
-        before, rest = text.split(START_MARK, 1)
-        after = rest.split(END_MARK, 1)[1]
-        text = before + section + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cross_node", description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=int, default=8, help="measured seconds per run")
@@ -228,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     section = report(leveret, rabbit, args.seconds)
     print(section)
     if args.write:
-        write(section)
+        write_section(SECTION, section)
     return 0
 
 
