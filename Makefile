@@ -8,7 +8,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test,fast,dev]'
 	touch $@
 
-.PHONY: venv run cluster test test-slow bench bench-cluster lint
+.PHONY: venv run cluster test test-slow bench bench-cluster bench-federation lint
 venv: $(VENV)/.installed
 
 run: venv
@@ -31,6 +31,10 @@ bench: venv
 bench-cluster: venv
 	$(PY) -m bench.cross_node --write
 	$(PY) -m bench.cluster_bench --only declares --write
+
+# Federated queues, Leveret → Leveret beside RabbitMQ → RabbitMQ with its federation plugin.
+bench-federation: venv
+	$(PY) -m bench.federation --write
 
 LINTED := leveret cluster federation tests bench
 

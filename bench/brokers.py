@@ -37,6 +37,10 @@ class BrokerUnderTest(Protocol):
     @property
     def process_group(self) -> int: ...
 
+    @property
+    def mgmt_port(self) -> int | None:
+        """The management HTTP API's port (None when it is off)."""
+
     def stop_server(self) -> None: ...
 
     def start_server(self) -> None:
@@ -74,6 +78,10 @@ class _RabbitBroker:
     def process_group(self) -> int:
         return self._node.pid
 
+    @property
+    def mgmt_port(self) -> int | None:
+        return self._node.mgmt_port
+
     def stop_server(self) -> None:
         self._node.stop_server()
 
@@ -82,13 +90,18 @@ class _RabbitBroker:
 
 
 @contextmanager
-def running_rabbitmq(cpu: int | None) -> Iterator[BrokerUnderTest]:
-    """RabbitMQ on its own ports, pinned to `cpu` with one scheduler (`+S 1:1`)."""
+def running_rabbitmq(
+    cpu: int | None, management: bool = False, plugins: Sequence[str] = ()
+) -> Iterator[BrokerUnderTest]:
+    """RabbitMQ on its own ports, pinned to `cpu` with one scheduler (`+S 1:1`), with the
+    management API and `plugins` (e.g. rabbitmq_federation) when asked."""
     if find_rabbitmq() is None:
         raise BrokerStartError(
             "rabbitmq-server is not installed (Debian: apt-get install rabbitmq-server)"
         )
-    with start_rabbitmq(cpu=cpu, scheduler_one=True) as node:
+    with start_rabbitmq(
+        cpu=cpu, scheduler_one=True, management=management, plugins=plugins
+    ) as node:
         yield _RabbitBroker(node)
 
 
@@ -129,11 +142,15 @@ class _LeveretBroker:
         self._log_file = log_file
         self._timeout = timeout
         self._process: subprocess.Popen[bytes] | None = None
-        self._amqp_port = 0
+        self._ports: dict[str, int] = {}
 
     @property
     def url(self) -> str:
-        return f"amqp://guest:guest@127.0.0.1:{self._amqp_port}/"
+        return f"amqp://guest:guest@127.0.0.1:{self._ports.get('amqp', 0)}/"
+
+    @property
+    def mgmt_port(self) -> int | None:
+        return self._ports.get("mgmt")
 
     @property
     def process_group(self) -> int:
@@ -151,8 +168,9 @@ class _LeveretBroker:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        ports = _wait_ports_file(self._process, self._ports_file, self._log_file, self._timeout)
-        self._amqp_port = ports["amqp"]
+        self._ports = _wait_ports_file(
+            self._process, self._ports_file, self._log_file, self._timeout
+        )
 
     def stop_server(self) -> None:
         if self._process is not None:
