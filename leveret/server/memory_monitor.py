@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 
 from ..broker import Broker
 
@@ -15,13 +16,29 @@ _PAGE = os.sysconf("SC_PAGE_SIZE")
 UNKNOWN_TOTAL_MEMORY = 1024**3
 
 
-def total_memory() -> int:
-    """The machine's memory in bytes."""
+# Where a container's memory limit is (cgroup v2, then v1); "max" or a huge number: no limit.
+CGROUP_LIMIT_FILES = (
+    Path("/sys/fs/cgroup/memory.max"),
+    Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+)
+
+
+def total_memory(cgroup_files: tuple[Path, ...] = CGROUP_LIMIT_FILES) -> int:
+    """The memory this node may use in bytes: the machine's, or its container's limit if lower
+    (a watermark taken from the machine's memory would let the kernel kill the node first)."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
-        return UNKNOWN_TOTAL_MEMORY
-    return total if total > 0 else UNKNOWN_TOTAL_MEMORY
+        total = 0
+    total = total if total > 0 else UNKNOWN_TOTAL_MEMORY
+    for path in cgroup_files:
+        try:
+            text = path.read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) < total:
+            return int(text)
+    return total
 
 
 def resident_bytes() -> int:
