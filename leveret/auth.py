@@ -62,10 +62,6 @@ def parse_response(mechanism: str, response: bytes) -> tuple[str, str]:
     raise SaslError(f"unsupported mechanism {mechanism}")
 
 
-# RabbitMQ's loopback_users: users who may log in only from the node's own host.
-LOOPBACK_USERS = frozenset({"guest"})
-
-
 def is_loopback(host: str) -> bool:
     try:
         return ipaddress.ip_address(host.split("%")[0]).is_loopback

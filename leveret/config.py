@@ -50,6 +50,8 @@ class Config:
     default_user: str = "guest"
     default_pass: str = "guest"
     default_vhost: str = "/"
+    # Users who may log in only from the node's own host (RabbitMQ's loopback_users).
+    loopback_users: list[str] = field(default_factory=lambda: ["guest"])
     max_message_size: int = 134217728
     # RabbitMQ's vm_memory_high_watermark: a fraction of the machine's memory (0.4, its
     # default), or an absolute number of bytes ("2GB"). Above it publishers are blocked.
@@ -241,6 +243,13 @@ def _seeds(value: Any) -> list[str]:
     return seeds
 
 
+def _names(value: Any) -> list[str]:
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise ValueError(value)
+    return [item.strip() for item in items if item.strip()]
+
+
 _PORT = "an integer from 0 to 65535 (0 picks a free port)"
 _SIZE = "a number of bytes, optionally with RabbitMQ's units (kB, MB, GB, KiB, MiB, GiB, ...)"
 _PATH = "a file path"
@@ -294,6 +303,12 @@ SETTINGS: dict[str, Setting] = {
     "cluster_name": Setting(_text, "a name", "the cluster's name"),
     "default_user": Setting(_text, "a user name", "the user made on first start"),
     "default_pass": Setting(_text, "a password", "that user's password"),
+    "loopback_users": Setting(
+        _names,
+        "user names (comma-separated in the environment; empty: none)",
+        "users who may log in only from this host (RabbitMQ's loopback_users)",
+        default_text="guest",
+    ),
     "default_vhost": Setting(_text, "a virtual host name", "the vhost made on first start"),
     "max_message_size": Setting(
         _in_range(1, MAX_MESSAGE_SIZE_LIMIT),

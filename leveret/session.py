@@ -29,7 +29,7 @@ from .amqp.constants import (
 )
 from .amqp.errors import AMQPError, ReplyCode, resource_locked
 from .amqp.frames import method_frame
-from .auth import LOOPBACK_USERS, MECHANISMS, SaslError, is_loopback, parse_response
+from .auth import MECHANISMS, SaslError, is_loopback, parse_response
 from .channel import Channel
 from .metadata_commands import delete_queue as delete_queue_command
 from .names import RUN_ID
@@ -410,7 +410,8 @@ class Session:
         except SaslError as exc:
             raise AMQPError(ReplyCode.SYNTAX_ERROR, str(exc), method.ids) from exc
         refusal = self.broker.authenticate(username, password)
-        if refusal is None and username in LOOPBACK_USERS and not is_loopback(self.peer[0]):
+        local_only = username in self.broker.config.loopback_users
+        if refusal is None and local_only and not is_loopback(self.peer[0]):
             refusal = f"user '{username}' can only connect via localhost"
         if refusal is not None:
             log.warning("login refused for %s from %s: %s", username, self.peer[0], refusal)

@@ -13,7 +13,7 @@ import binascii
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..auth import LOOPBACK_USERS, is_loopback
+from ..auth import is_loopback
 from .errors import ApiError, credentials_missing, login_failed, not_authorised, object_not_found
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def authenticate(broker: Broker, authorization: str, peer_host: str, counts: Aut
     if not sep or broker.authenticate(username, password) is not None:
         counts.failed += 1
         raise login_failed()
-    if username in LOOPBACK_USERS and not is_loopback(peer_host):
+    if username in broker.config.loopback_users and not is_loopback(peer_host):
         counts.failed += 1
         raise ApiError(401, "not_authorized", "User can only log in via localhost")
     counts.succeeded += 1

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import signal
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -20,6 +15,7 @@ from leveret.auth import hash_password
 from leveret.clustering.plugin import ClusterPlugin
 from leveret.config import Config
 from leveret.server.node import Node
+from leveret.testing.process import LeveretProcess
 
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]
@@ -105,71 +101,5 @@ class InProcessNode:
             self._tmp.cleanup()
 
 
-class NodeProcess:
-    """`leveret server` as a subprocess on ephemeral ports, found through --ports-file."""
-
-    def __init__(self, data_dir: str | None = None, extra_args: list[str] | None = None) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="leveret-proc-")
-        self.data_dir = data_dir or os.path.join(self._tmp.name, "data")
-        self.ports_file = os.path.join(self._tmp.name, "ports.json")
-        self.log_path = os.path.join(self._tmp.name, "node.log")
-        self.args = [
-            sys.executable,
-            "-m",
-            "leveret",
-            "server",
-            "--bind",
-            "127.0.0.1",
-            "--amqp-port",
-            "0",
-            "--mgmt-port",
-            "0",
-            "--cluster-port",
-            "0",
-            "--data-dir",
-            self.data_dir,
-            "--ports-file",
-            self.ports_file,
-            *(extra_args or []),
-        ]
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.ports: dict[str, int] = {}
-
-    def start(self) -> NodeProcess:
-        if os.path.exists(self.ports_file):
-            os.unlink(self.ports_file)
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
-        try:
-            wait_for(lambda: os.path.exists(self.ports_file) or self.proc.poll() is not None, 20)
-        except AssertionError:
-            self.kill()
-            raise
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"node exited with {self.proc.returncode}:\n{self.log_tail()}")
-        self.ports = json.loads(Path(self.ports_file).read_text())
-        return self
-
-    @property
-    def url(self) -> str:
-        return f"amqp://guest:guest@127.0.0.1:{self.ports['amqp']}/"
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(Path(self.log_path).read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
-
-    def terminate(self, timeout: float = 15) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout)
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-
-    def cleanup(self) -> None:
-        self.kill()
-        self._tmp.cleanup()
+# The test suite's name for a node process: the one the package ships for users' tests.
+NodeProcess = LeveretProcess
