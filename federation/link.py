@@ -2,10 +2,15 @@
 
 The link connects to its upstream (each URI in turn), checks that the upstream announces
 consumer priorities, declares the upstream queue passively (with the downstream queue's
-arguments only when it is missing), sets the prefetch, and consumes with `x-priority: -1` only
-while the local queue has no ready message and a consumer that can take one, and this node has
-no resource alarm: upstream consumers of normal priority are served first, and messages move
-only when consumers here need them.
+arguments only when it is missing), sets the prefetch, and consumes with `x-priority: -1`, so
+that upstream consumers of normal priority are served first. Demand has hysteresis: the link
+starts consuming only when the local queue has no ready message and a consumer of priority 0 or
+more can take one, and cancels only when no such consumer remains, the local ready count passes
+the upstream prefetch-count, or this node has a resource alarm. Starting only on an empty queue
+with a willing consumer keeps messages where they are when nobody here wants them; not
+cancelling as soon as a consumer is prefetch-blocked keeps a slow consumer from making the link
+consume and cancel once per prefetch window (the messages it lets in are no more than a
+consuming link holds unacknowledged anyway).
 Acknowledgements go upstream in batches, after the local fsync in on-confirm mode.
 """
 
@@ -92,8 +97,13 @@ class FederationLink:
         # the alarm blocks publishers because the node cannot take more.
         self._alarmed = alarmed
         self._task: asyncio.Task[None] | None = None
+        # Set while the link wants to consume, cleared while it wants not to: the hysteresis
+        # state of demand_may_have_changed.
         self._demand = asyncio.Event()
         self._no_demand = asyncio.Event()
+        # Past this many ready messages here the link cancels even with consumers waiting. With
+        # prefetch-count 0 (no limit upstream) there is no such bound: any ready message stops it.
+        self._high_water = max(0, upstream.prefetch_count)
         self._channel: aiormq.abc.AbstractChannel | None = None
         # Upstream deliveries not yet acknowledged, in delivery order: [tag, state]. They are
         # acknowledged in that order (a multiple ack covers a run of taken ones), whatever order
@@ -134,13 +144,28 @@ class FederationLink:
         self._spawn()
 
     def demand_may_have_changed(self, queue: ClassicQueue) -> None:
-        if queue.has_demand() and not self._alarmed():
+        # Called on every publish, delivery and acknowledgement of the queue: kept cheap.
+        if self._demand.is_set():
+            wanted = (
+                queue.message_count <= self._high_water
+                and _has_willing_consumer(queue)
+                and not self._alarmed()
+            )
+        else:
+            wanted = queue.has_demand() and not self._alarmed()
+        if wanted:
             if not self._demand.is_set():
                 self._demand.set()
                 self._no_demand.clear()
         elif not self._no_demand.is_set():
             self._no_demand.set()
             self._demand.clear()
+
+    def _forget_demand(self) -> None:
+        """Back to the starting rule (a new connection starts only on an empty queue)."""
+        self._demand.clear()
+        self._no_demand.set()
+        self.demand_may_have_changed(self.queue)
 
     # --- the connection -------------------------------------------------------------------------
 
@@ -172,6 +197,7 @@ class FederationLink:
                 self._on_probation = None
                 self.consuming = False
                 self._unsettled.clear()
+                self._forget_demand()
             await asyncio.sleep(self.upstream.reconnect_delay)
 
     def _set(self, status: LinkStatus, error: str | None = None) -> None:
@@ -369,6 +395,11 @@ class FederationLink:
                 "consuming" if self.consuming else "blocked" if self._alarmed() else "waiting"
             )
         return found
+
+
+def _has_willing_consumer(queue: ClassicQueue) -> bool:
+    """Some consumer of priority 0 or more, blocked by its prefetch or not."""
+    return any(consumer.priority >= 0 for consumer in queue.consumers)
 
 
 def link_id(vhost: str, queue: str, upstream: str) -> str:
