@@ -31,11 +31,11 @@ import aio_pika
 import aiormq
 from aiormq.abc import DeliveredMessage
 from pamqp.commands import Basic
-from pamqp.header import ContentHeader
 
-from leveret.message import Message
+from leveret.amqp.properties import BasicProperties
 from leveret.queues.classic import REJECTED, STORED, ClassicQueue
 
+from .forward import Hop
 from .upstreams import Upstream, safe_uri
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,7 @@ class FederationLink:
         self.status = LinkStatus.STARTING
         self.error: str | None = None
         self.uri: str = safe_uri(upstream.uris[0])
+        self._hop = Hop(self.uri, self.upstream_queue, upstream.trust_user_id)
         self.consuming = False  # pulling now, rather than waiting for local demand
         self.is_this_queue = False  # the upstream turned out to be the queue itself: idle
         # Deliveries held back until the first consume shows the upstream is not this queue.
@@ -221,6 +222,7 @@ class FederationLink:
     async def _connect_and_serve(self) -> None:
         self._set(LinkStatus.STARTING)
         connection = await self._connect()
+        self._hop = Hop(self.uri, self.upstream_queue, self.upstream.trust_user_id)
         try:
             capabilities = connection.transport.connection.server_capabilities  # type: ignore[union-attr]
             if not capabilities.get("consumer_priorities"):
@@ -300,15 +302,13 @@ class FederationLink:
         if queue.deleted or self.is_this_queue:
             return  # unacknowledged, it goes back to the upstream queue
         delivery = cast(Basic.Deliver, delivered.delivery)
-        properties = delivered.header.properties
-        properties.headers = self._hop_headers(dict(properties.headers or {}), delivery)
-        if not self.upstream.trust_user_id:
-            # The upstream validated the user-id against its own users, which mean nothing
-            # here: RabbitMQ clears it unless the upstream is trusted.
-            properties.user_id = None
-        body = delivered.body
-        header = ContentHeader(0, len(body), properties).marshal()
-        message = Message(delivery.exchange or "", delivery.routing_key or "", header, body)
+        message = self._hop.message(
+            delivery.exchange or "",
+            delivery.routing_key or "",
+            bool(delivery.redelivered),
+            _properties(delivered.header.properties),
+            delivered.body,
+        )
         outcome = queue.publish(message)
         self.forwarded += 1
         mode = self.upstream.ack_mode
@@ -323,30 +323,6 @@ class FederationLink:
             )
         else:
             self._settle(entry, state)
-
-    def _hop_headers(self, headers: dict[str, Any], delivery: Basic.Deliver) -> dict[str, Any]:
-        """RabbitMQ's headers of a federated hop: where the message was first published, and
-        this hop first in x-received-from (a hop already there moves up, counted again)."""
-        headers.setdefault("x-original-exchange", delivery.exchange or "")
-        headers.setdefault("x-original-routing-key", delivery.routing_key or "")
-        earlier = headers.get("x-received-from")
-        hops = (
-            [hop for hop in earlier if isinstance(hop, dict)] if isinstance(earlier, list) else []
-        )
-        visits = 1
-        for hop in hops:
-            if hop.get("uri") == self.uri and hop.get("queue") == self.upstream_queue:
-                visits += int(hop.get("visit-count", 1))
-                hops.remove(hop)
-                break
-        hop = {
-            "uri": self.uri,
-            "queue": self.upstream_queue,
-            "redelivered": bool(delivery.redelivered),
-            "visit-count": visits,
-        }
-        headers["x-received-from"] = [hop, *hops]
-        return headers
 
     def _settle(self, entry: list[int], state: int) -> None:
         entry[1] = state
@@ -395,6 +371,27 @@ class FederationLink:
                 "consuming" if self.consuming else "blocked" if self._alarmed() else "waiting"
             )
         return found
+
+
+def _properties(given: Basic.Properties) -> BasicProperties:
+    """pamqp's properties as Leveret's, which encode and decode them on the node's paths."""
+    stamp = given.timestamp
+    return BasicProperties(
+        content_type=given.content_type,
+        content_encoding=given.content_encoding,
+        headers=given.headers,
+        delivery_mode=given.delivery_mode,
+        priority=given.priority,
+        correlation_id=given.correlation_id,
+        reply_to=given.reply_to,
+        expiration=given.expiration,
+        message_id=given.message_id,
+        timestamp=None if stamp is None else int(stamp.timestamp()),
+        type=given.message_type,
+        user_id=given.user_id,
+        app_id=given.app_id,
+        cluster_id=given.cluster_id or None,
+    )
 
 
 def _has_willing_consumer(queue: ClassicQueue) -> bool:

@@ -25,7 +25,14 @@ class Message:
         "stored_body",
     )
 
-    def __init__(self, exchange: str, routing_key: str, header: bytes, body: bytes) -> None:
+    def __init__(
+        self,
+        exchange: str,
+        routing_key: str,
+        header: bytes,
+        body: bytes,
+        properties: BasicProperties | None = None,
+    ) -> None:
         self.exchange = exchange
         self.routing_key = routing_key
         self.header = header  # the content header payload exactly as the publisher sent it
@@ -33,7 +40,8 @@ class Message:
         # What queue stores write for the body: the body, or a reference to its one copy in the
         # vhost's shared store when a large body goes to several durable queues.
         self.stored_body: Any = body
-        self._properties: BasicProperties | None = None
+        # Given by a maker that already has them decoded (they must match `header`).
+        self._properties: BasicProperties | None = properties
         self._exchange_and_key: bytes | None = None
 
     @property
