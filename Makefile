@@ -8,7 +8,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test,fast,dev]'
 	touch $@
 
-.PHONY: venv run cluster test test-slow bench bench-cluster bench-federation lint
+.PHONY: venv run cluster test test-slow bench bench-cluster bench-federation bench-containers lint
 venv: $(VENV)/.installed
 
 run: venv
@@ -42,3 +42,7 @@ lint: venv
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
 	$(VENV)/bin/mypy leveret cluster federation
+
+# Image size and startup, and the Helm chart's pods run on Docker (formation, rolling restart).
+bench-containers: venv
+	$(PY) -m bench.containers --write

@@ -7,12 +7,15 @@ as the kubelet executes them.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -20,7 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pika
+import pika.exceptions
+
 from tests.deploy.chart import Manifest, the
+from tests.support.node import wait_for
 
 _VARIABLE = re.compile(r"\$\((\w+)\)")
 
@@ -204,3 +211,82 @@ class StatefulSetOnDocker:
         )
         result: dict[str, Any] = json.loads(out)
         return result
+
+
+QUEUE = "orders"
+PERSISTENT = pika.BasicProperties(delivery_mode=2)
+# Errors that mean "this pod went away, or refused for now": move on to another pod.
+_GONE = (pika.exceptions.AMQPError, ConnectionError, OSError)
+
+
+def wait_ready(pods: StatefulSetOnDocker, pod: Pod, seconds: float = 90) -> None:
+    """The startup probe until it passes, then the readiness probe, as the kubelet runs them."""
+    wait_for(lambda: pod.probe(pods.probe_path("startupProbe")) == 200, seconds, 0.2)
+    wait_for(lambda: pod.probe(pods.probe_path("readinessProbe")) == 200, seconds, 0.2)
+
+
+@dataclass
+class Load:
+    """Confirmed publishes through whichever pod answers, and metadata writes beside them."""
+
+    pods: StatefulSetOnDocker
+    user: str
+    password: str
+    confirmed: list[int] = field(default_factory=list)
+    write_times: list[float] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def _connect(self, start: int) -> tuple[pika.BlockingConnection, int]:
+        pods = self.pods.pods
+        for step in range(len(pods)):
+            index = (start + step) % len(pods)
+            try:
+                url = pods[index].url(self.user, self.password)
+                return pika.BlockingConnection(pika.URLParameters(url)), index
+            except _GONE:
+                continue
+        raise ConnectionError("no pod answers")
+
+    def publish(self) -> None:
+        number, start = 0, 0
+        while not self.stop.is_set():
+            try:
+                conn, start = self._connect(start)
+                with conn:
+                    channel = conn.channel()
+                    channel.confirm_delivery()
+                    while not self.stop.is_set():
+                        try:
+                            # Mandatory: a message for a queue whose home pod is down comes
+                            # back (then is confirmed); only one that stayed counts.
+                            channel.basic_publish(
+                                "", QUEUE, str(number).encode(), PERSISTENT, mandatory=True
+                            )
+                            self.confirmed.append(number)
+                        except pika.exceptions.UnroutableError:
+                            pass
+                        number += 1
+                        time.sleep(0.002)
+            except _GONE:
+                start += 1
+                time.sleep(0.1)
+
+    def write_metadata(self) -> None:
+        start = 1
+        while not self.stop.is_set():
+            try:
+                conn, start = self._connect(start)
+                with conn:
+                    channel = conn.channel()
+                    while not self.stop.is_set():
+                        channel.queue_declare("metadata-probe", durable=True)
+                        channel.queue_delete("metadata-probe")
+                        self.write_times.append(time.monotonic())
+                        time.sleep(0.05)
+            except _GONE:
+                start += 1
+                time.sleep(0.05)
+
+    def longest_write_gap(self) -> float:
+        times = self.write_times
+        return max((later - earlier for earlier, later in itertools.pairwise(times)), default=0.0)
