@@ -6,13 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-import urllib.parse
 from collections import deque
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from bench import wire
+from federation.client import Endpoint, parse_uri
 
 _T = TypeVar("_T")
 
@@ -36,30 +35,6 @@ class AMQPClosed(Exception):
         super().__init__(f"{reply_code} {reply_text}")
         self.reply_code = reply_code
         self.reply_text = reply_text
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    host: str
-    port: int
-    user: str
-    password: str
-    vhost: str
-
-
-def parse_uri(uri: str) -> Endpoint:
-    parts = urllib.parse.urlsplit(uri)
-    if parts.scheme != "amqp":
-        raise ValueError(f"only amqp:// URIs are supported, not {uri!r}")
-    path = parts.path.removeprefix("/")
-    vhost = urllib.parse.unquote(path) if path else "/"
-    return Endpoint(
-        host=parts.hostname or "127.0.0.1",
-        port=parts.port or 5672,
-        user=urllib.parse.unquote(parts.username or "guest"),
-        password=urllib.parse.unquote(parts.password or "guest"),
-        vhost=vhost,
-    )
 
 
 class _Protocol(asyncio.Protocol):

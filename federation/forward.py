@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from leveret.amqp.properties import BasicProperties, encode_header_payload
+from leveret.amqp.properties import decode_properties, encode_header_payload
 from leveret.message import Message
 
 _BASIC_CLASS = 60
@@ -25,10 +25,11 @@ class Hop:
         exchange: str,
         routing_key: str,
         redelivered: bool,
-        properties: BasicProperties,
+        header: bytes,
         body: bytes,
     ) -> Message:
-        """The local message for an upstream delivery (`properties` are changed in place)."""
+        """The local message for an upstream delivery (`header`: its content header payload)."""
+        properties = decode_properties(header)
         properties.headers = self.headers(
             dict(properties.headers or {}), exchange, routing_key, redelivered
         )

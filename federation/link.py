@@ -25,16 +25,11 @@ import zlib
 from collections import deque
 from collections.abc import Callable
 from enum import Enum
-from typing import Any, cast
+from typing import Any
 
-import aio_pika
-import aiormq
-from aiormq.abc import DeliveredMessage
-from pamqp.commands import Basic
-
-from leveret.amqp.properties import BasicProperties
 from leveret.queues.classic import REJECTED, STORED, ClassicQueue
 
+from .client import AuthenticationFailed, UpstreamClosed, UpstreamConnection
 from .forward import Hop
 from .upstreams import Upstream, safe_uri
 
@@ -44,6 +39,7 @@ log = logging.getLogger(__name__)
 _CONNECT_SECONDS = 10.0
 # The consumer argument by which a link recognises its own consumer on an upstream queue.
 _LINK_MARK = "x-federation-link"
+_NOT_FOUND = 404
 # States of an upstream delivery until it is acknowledged.
 _PENDING, _TAKEN, _REFUSED = 0, 1, 2
 
@@ -90,7 +86,7 @@ class FederationLink:
         self.consuming = False  # pulling now, rather than waiting for local demand
         self.is_this_queue = False  # the upstream turned out to be the queue itself: idle
         # Deliveries held back until the first consume shows the upstream is not this queue.
-        self._on_probation: list[DeliveredMessage] | None = None
+        self._on_probation: list[tuple[int, bool, str, str, bytes, bytes]] | None = None
         self.changed_at = time.time()
         self.forwarded = 0
         self._when_durable = when_durable
@@ -105,12 +101,15 @@ class FederationLink:
         # Past this many ready messages here the link cancels even with consumers waiting. With
         # prefetch-count 0 (no limit upstream) there is no such bound: any ready message stops it.
         self._high_water = max(0, upstream.prefetch_count)
-        self._channel: aiormq.abc.AbstractChannel | None = None
+        self._connection: UpstreamConnection | None = None
+        self._no_ack = upstream.ack_mode == "no-ack"
+        self._on_confirm = upstream.ack_mode == "on-confirm"
         # Upstream deliveries not yet acknowledged, in delivery order: [tag, state]. They are
         # acknowledged in that order (a multiple ack covers a run of taken ones), whatever order
         # the disk confirms them in.
         self._unsettled: deque[list[int]] = deque()
         self._flush_scheduled = False
+        self._to_disk: list[list[int]] = []  # taken since the last wait for the disk
 
     @property
     def upstream_queue(self) -> str:
@@ -194,7 +193,8 @@ class FederationLink:
                     self.error,
                 )
             finally:
-                self._channel = None
+                self._connection = None
+                self._to_disk = []
                 self._on_probation = None
                 self.consuming = False
                 self._unsettled.clear()
@@ -205,15 +205,13 @@ class FederationLink:
         if status is not self.status or error != self.error:
             self.status, self.error, self.changed_at = status, error, time.time()
 
-    async def _connect(self) -> aio_pika.abc.AbstractConnection:
+    async def _connect(self) -> UpstreamConnection:
         name = f"Federation link (upstream: {self.upstream.name}, policy: {self.policy})"
         failure: BaseException | None = None
         for uri in self.upstream.uris:
             self.uri = safe_uri(uri)
             try:
-                return await aio_pika.connect(
-                    uri, timeout=_CONNECT_SECONDS, client_properties={"connection_name": name}
-                )
+                return await UpstreamConnection.open(uri, name, _CONNECT_SECONDS)
             except Exception as error:  # noqa: BLE001 - the next URI may do
                 failure = error
         assert failure is not None
@@ -224,43 +222,39 @@ class FederationLink:
         connection = await self._connect()
         self._hop = Hop(self.uri, self.upstream_queue, self.upstream.trust_user_id)
         try:
-            capabilities = connection.transport.connection.server_capabilities  # type: ignore[union-attr]
-            if not capabilities.get("consumer_priorities"):
+            capabilities = connection.server_properties.get("capabilities")
+            if not isinstance(capabilities, dict) or not capabilities.get("consumer_priorities"):
                 raise UpstreamRefused("upstream_lacks_consumer_priorities")
-            channel = await self._open_queue(connection)
-            self._channel = channel
-            await channel.basic_qos(prefetch_count=max(0, self.upstream.prefetch_count))
+            await self._open_queue(connection)
+            await connection.basic_qos(max(0, self.upstream.prefetch_count))
+            self._connection = connection
             self._set(LinkStatus.RUNNING)
-            closed = asyncio.ensure_future(channel.closing)
-            try:
-                await self._follow_demand(channel, closed)
-            finally:
-                closed.cancel()
+            await self._follow_demand(connection)
         finally:
-            with contextlib.suppress(Exception):
-                await connection.close()
+            await connection.close()
 
-    async def _open_queue(self, connection: aio_pika.abc.AbstractConnection) -> Any:
-        """A channel on which the upstream queue exists (declared like ours when missing)."""
-        channel = await connection.channel(publisher_confirms=False)
+    async def _open_queue(self, connection: UpstreamConnection) -> None:
+        """Make sure the upstream queue exists (declared like ours when missing)."""
         name = self.upstream_queue
         try:
-            await channel.declare_queue(name, passive=True)
-        except aio_pika.exceptions.ChannelNotFoundEntity:
-            channel = await connection.channel(publisher_confirms=False)
+            await connection.queue_declare(name, passive=True)
+        except UpstreamClosed as closed:
+            if closed.reply_code != _NOT_FOUND:
+                raise
+            await connection.open_channel()
             queue = self.queue
-            await channel.declare_queue(
+            await connection.queue_declare(
                 name,
                 durable=queue.durable,
                 auto_delete=queue.auto_delete,
-                arguments=dict(queue.arguments),
+                arguments=queue.arguments,
             )
-        return await channel.get_underlay_channel()
 
-    async def _follow_demand(self, channel: Any, closed: asyncio.Future[Any]) -> None:
+    async def _follow_demand(self, connection: UpstreamConnection) -> None:
         """Consume while there is demand here, cancel when it goes, until the channel closes."""
         tag = self.upstream.tag()
         no_ack = self.upstream.ack_mode == "no-ack"
+        closed = connection.closed
         # The consumer carries a mark of this run of the link: once consume-ok is back the
         # upstream has registered it, and if that upstream is this very queue, it is here.
         mark = f"{self.node}/{id(self)}/{time.monotonic_ns()}"
@@ -270,12 +264,12 @@ class FederationLink:
             await _first(self._demand.wait(), closed)
             if not checked:
                 self._on_probation = []
-            await channel.basic_consume(
+            await connection.basic_consume(
                 self.upstream_queue,
-                self._deliver,
+                tag,
                 no_ack=no_ack,
-                consumer_tag=tag,
                 arguments=arguments,
+                on_delivery=self._deliver,
             )
             if not checked:
                 checked = True
@@ -284,48 +278,61 @@ class FederationLink:
                     # What it delivered stays unacknowledged and goes back when we close.
                     self.is_this_queue = True
                     raise UpstreamIsThisQueue()
-                for delivered in held:
-                    await self._deliver(delivered)
+                for delivery in held:
+                    self._deliver(*delivery)
             self.consuming = True
             await _first(self._no_demand.wait(), closed)
-            await channel.basic_cancel(tag)
+            await connection.basic_cancel(tag)
             self.consuming = False
 
     # --- messages -------------------------------------------------------------------------------
 
-    async def _deliver(self, delivered: DeliveredMessage) -> None:
+    def _deliver(
+        self,
+        tag: int,
+        redelivered: bool,
+        exchange: str,
+        routing_key: str,
+        header: bytes,
+        body: bytes,
+    ) -> None:
         """An upstream message: into the local queue, acknowledged as the ack mode says."""
         if self._on_probation is not None:
-            self._on_probation.append(delivered)
+            self._on_probation.append((tag, redelivered, exchange, routing_key, header, body))
             return
         queue = self.queue
         if queue.deleted or self.is_this_queue:
             return  # unacknowledged, it goes back to the upstream queue
-        delivery = cast(Basic.Deliver, delivered.delivery)
-        message = self._hop.message(
-            delivery.exchange or "",
-            delivery.routing_key or "",
-            bool(delivery.redelivered),
-            _properties(delivered.header.properties),
-            delivered.body,
-        )
-        outcome = queue.publish(message)
+        outcome = queue.publish(self._hop.message(exchange, routing_key, redelivered, header, body))
         self.forwarded += 1
-        mode = self.upstream.ack_mode
-        if mode == "no-ack":
+        if self._no_ack:
             return
-        entry = [delivery.delivery_tag or 0, _PENDING]
-        self._unsettled.append(entry)
-        state = _REFUSED if outcome & REJECTED else _TAKEN
-        if mode == "on-confirm" and outcome & STORED:
-            self._when_durable(
-                lambda error: self._settle(entry, state if error is None else _REFUSED)
-            )
+        if outcome & REJECTED:
+            self._unsettled.append([tag, _REFUSED])
+            self._schedule_flush()
+        elif outcome & STORED and self._on_confirm:
+            entry = [tag, _PENDING]
+            self._unsettled.append(entry)
+            # One wait for the disk per batch of deliveries, registered once the batch is in.
+            if not self._to_disk:
+                asyncio.get_running_loop().call_soon(self._wait_durable)
+            self._to_disk.append(entry)
         else:
-            self._settle(entry, state)
+            self._unsettled.append([tag, _TAKEN])
+            self._schedule_flush()
 
-    def _settle(self, entry: list[int], state: int) -> None:
-        entry[1] = state
+    def _wait_durable(self) -> None:
+        batch, self._to_disk = self._to_disk, []
+
+        def durable(error: BaseException | None) -> None:
+            state = _TAKEN if error is None else _REFUSED
+            for entry in batch:
+                entry[1] = state
+            self._schedule_flush()
+
+        self._when_durable(durable)
+
+    def _schedule_flush(self) -> None:
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
@@ -334,17 +341,17 @@ class FederationLink:
         """Acknowledge the settled deliveries at the head: runs of taken ones as one multiple
         ack, refused ones as nacks (they go back to the upstream queue)."""
         self._flush_scheduled = False
-        unsettled, channel = self._unsettled, self._channel
-        frames: list[tuple[int, bool]] = []
+        unsettled, connection = self._unsettled, self._connection
+        settlements: list[tuple[int, bool]] = []
         while unsettled and unsettled[0][1] != _PENDING:
             tag, state = unsettled.popleft()
             taken = state == _TAKEN
-            if taken and frames and frames[-1][1]:
-                frames[-1] = (tag, True)
+            if taken and settlements and settlements[-1][1]:
+                settlements[-1] = (tag, True)
             else:
-                frames.append((tag, taken))
-        if frames and channel is not None:
-            asyncio.get_running_loop().create_task(_send_settlements(channel, frames))
+                settlements.append((tag, taken))
+        if settlements and connection is not None:
+            connection.settle(settlements)
 
     # --- status ---------------------------------------------------------------------------------
 
@@ -373,27 +380,6 @@ class FederationLink:
         return found
 
 
-def _properties(given: Basic.Properties) -> BasicProperties:
-    """pamqp's properties as Leveret's, which encode and decode them on the node's paths."""
-    stamp = given.timestamp
-    return BasicProperties(
-        content_type=given.content_type,
-        content_encoding=given.content_encoding,
-        headers=given.headers,
-        delivery_mode=given.delivery_mode,
-        priority=given.priority,
-        correlation_id=given.correlation_id,
-        reply_to=given.reply_to,
-        expiration=given.expiration,
-        message_id=given.message_id,
-        timestamp=None if stamp is None else int(stamp.timestamp()),
-        type=given.message_type,
-        user_id=given.user_id,
-        app_id=given.app_id,
-        cluster_id=given.cluster_id or None,
-    )
-
-
 def _has_willing_consumer(queue: ClassicQueue) -> bool:
     """Some consumer of priority 0 or more, blocked by its prefetch or not."""
     return any(consumer.priority >= 0 for consumer in queue.consumers)
@@ -404,18 +390,7 @@ def link_id(vhost: str, queue: str, upstream: str) -> str:
     return f"{zlib.crc32(f'{vhost}/{queue}/{upstream}'.encode()):08x}"
 
 
-async def _send_settlements(channel: Any, frames: list[tuple[int, bool]]) -> None:
-    try:
-        for tag, taken in frames:
-            if taken:
-                await channel.basic_ack(tag, multiple=True, wait=False)
-            else:
-                await channel.basic_nack(tag, requeue=True, wait=False)
-    except Exception as error:  # noqa: BLE001 - the channel closed: upstream redelivers
-        log.debug("federation acknowledgements not sent: %r", error)
-
-
-async def _first(waiting: Any, closed: asyncio.Future[Any]) -> None:
+async def _first(waiting: Any, closed: asyncio.Future[UpstreamClosed]) -> None:
     """Wait for `waiting`, unless the channel closes first (then raise why)."""
     task = asyncio.ensure_future(waiting)
     try:
@@ -423,7 +398,7 @@ async def _first(waiting: Any, closed: asyncio.Future[Any]) -> None:
     finally:
         task.cancel()
     if closed.done() and not task.done():
-        raise UpstreamRefused("upstream channel closed")
+        raise UpstreamRefused(f"upstream channel closed: {closed.result()}")
 
 
 def _reason(error: BaseException) -> str:
@@ -436,6 +411,6 @@ def _reason(error: BaseException) -> str:
     for cause in causes:
         if isinstance(cause, OSError) and cause.errno == errno.ECONNREFUSED:
             return "econnrefused"
-        if isinstance(cause, aiormq.exceptions.ProbableAuthenticationError):
+        if isinstance(cause, AuthenticationFailed):
             return "auth_failure"
     return str(error) or type(error).__name__
