@@ -62,6 +62,8 @@ class Config:
     queue_leader_locator: str = "client-local"
     log_format: str = "text"
     log_file: str | None = None
+    # A definitions file (as exported) imported at every start, as RabbitMQ's load_definitions.
+    load_definitions: str | None = None
 
     @classmethod
     def load(cls, path: str | None, overrides: dict[str, Any]) -> Config:
@@ -341,6 +343,9 @@ SETTINGS: dict[str, Setting] = {
     ),
     "log_file": Setting(
         _path, _PATH, "write the log to this file instead of standard output", True
+    ),
+    "load_definitions": Setting(
+        _path, _PATH, "import this definitions file (JSON, as exported) at every start"
     ),
 }
 

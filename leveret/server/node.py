@@ -14,10 +14,10 @@ from typing import Any, Protocol, cast
 
 from ..broker import Broker
 from ..config import Config
-from ..mgmt import start_management
+from ..mgmt import DefinitionsFileError, load_definitions, read_definitions, start_management
 from ..persistence import MessageStores
 from ..store import DiskMonitor
-from ..sysexits import EX_CANTCREAT, EX_UNAVAILABLE
+from ..sysexits import EX_CANTCREAT, EX_CONFIG, EX_UNAVAILABLE
 from .data_dir_lock import DataDirInUse, DataDirLock
 from .drain import DrainReport, drain
 from .memory_monitor import MemoryMonitor, total_memory
@@ -99,6 +99,7 @@ class Node:
         self._servers: list[asyncio.Server] = []
         self._monitor: MemoryMonitor | None = None
         self._disk_task: asyncio.Task[None] | None = None
+        self._definitions_task: asyncio.Task[None] | None = None
         self.cluster: Clustering | None = None
         self._cluster_started = False
         self.federation: Federation | None = None
@@ -140,6 +141,15 @@ class Node:
             ),
         )
         self.ports["mgmt"] = mgmt.sockets[0].getsockname()[1]
+        if config.load_definitions:
+            try:
+                document = read_definitions(config.load_definitions)
+            except DefinitionsFileError as error:  # as RabbitMQ: a bad file stops the start
+                raise StartupError(EX_CONFIG, str(error)) from None
+            self._definitions_task = asyncio.get_running_loop().create_task(
+                load_definitions(self.broker, document, config.load_definitions),
+                name="load-definitions",
+            )
         total = total_memory()
         limit = config.memory_limit(total)
         self._monitor = MemoryMonitor(self.broker, limit)
@@ -195,8 +205,9 @@ class Node:
             await self.cluster.stop()
         if self._monitor is not None:
             self._monitor.stop()
-        if self._disk_task is not None:
-            self._disk_task.cancel()
+        for task in (self._disk_task, self._definitions_task):
+            if task is not None:
+                task.cancel()
         for server in self._servers:
             server.close()
         for session in list(self.broker.sessions):
