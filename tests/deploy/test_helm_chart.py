@@ -126,6 +126,7 @@ def test_values_files_cover_the_cases() -> None:
     assert VALUES_FILES == [
         "defaults.yaml",
         "existing-secret.yaml",
+        "federation.yaml",
         "five-hard.yaml",
         "monitoring-networkpolicy.yaml",
         "persistence-off.yaml",
@@ -584,3 +585,52 @@ def test_notes_say_how_to_connect(helm: ModuleType) -> None:
     assert f"kubectl -n {NAMESPACE} port-forward service/{RELEASE} 5672:5672 15672:15672" in notes
     assert f"get secret {RELEASE} -o jsonpath='{{.data.default-pass}}' | base64 -d" in notes
     assert f"leveret ctl forget_cluster_node leveret@{RELEASE}-<ordinal>.{PEER_DOMAIN}" in notes
+
+
+def test_federation_from_values_reaches_every_node_as_definitions(
+    rendered: dict[str, list[Manifest]],
+) -> None:
+    manifests = rendered["federation.yaml"]
+    secret = the(manifests, "Secret", "leveret-definitions")
+    document = json.loads(base64.b64decode(secret["data"]["definitions.json"]))
+    assert document["parameters"] == [
+        {
+            "component": "federation-upstream",
+            "vhost": "/",
+            "name": "origin",
+            "value": {
+                "uri": [
+                    "amqp://user:secret@origin-0.example:5672",
+                    "amqp://user:secret@origin-1.example:5672",
+                ],
+                "ack-mode": "on-confirm",
+                "prefetch-count": 500,
+            },
+        }
+    ]
+    assert document["policies"] == [
+        {
+            "name": "federate-jobs",
+            "vhost": "/",
+            "pattern": "^jobs\\.",
+            "apply-to": "queues",
+            "priority": 0,
+            "definition": {"federation-upstream": "origin"},
+        }
+    ]
+    assert [queue["name"] for queue in document["queues"]] == ["jobs.main"]
+    # The credentials stay out of the ConfigMap, which only says where the file is.
+    toml = toml_of(manifests)
+    assert 'load_definitions = "/etc/leveret/definitions.json"' in toml and "secret" not in toml
+    [volume] = [
+        v
+        for v in the(manifests, "StatefulSet")["spec"]["template"]["spec"]["volumes"]
+        if v["name"] == "etc"
+    ]
+    sources = [source.get("secret", {}).get("name") for source in volume["projected"]["sources"]]
+    assert "leveret-definitions" in sources
+    # Without federation values there is no definitions Secret and nothing to load.
+    assert "load_definitions" not in toml_of(rendered["defaults.yaml"])
+    assert not [
+        m for m in rendered["defaults.yaml"] if m["metadata"]["name"] == "leveret-definitions"
+    ]

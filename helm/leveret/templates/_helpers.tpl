@@ -112,3 +112,27 @@ A Kubernetes memory quantity ("1Gi", "512M", "2147483648") in bytes, as a float.
   targetPort: management
   protocol: TCP
 {{- end }}
+
+{{/*
+The definitions document the nodes load at start, as JSON ("{}" when there is nothing to load):
+`definitions`, plus a federation-upstream parameter per `federation.upstreams` entry and a
+policy per `federation.policies` entry.
+*/}}
+{{- define "leveret.definitions" -}}
+{{- $document := deepCopy (.Values.definitions | default dict) }}
+{{- $parameters := $document.parameters | default list }}
+{{- range $name := keys (.Values.federation.upstreams | default dict) | sortAlpha }}
+{{- $upstream := get $.Values.federation.upstreams $name }}
+{{- $vhost := $upstream.vhost | default "/" }}
+{{- $parameters = append $parameters (dict "component" "federation-upstream" "vhost" $vhost "name" $name "value" (omit $upstream "vhost")) }}
+{{- end }}
+{{- if $parameters }}{{ $_ := set $document "parameters" $parameters }}{{ end }}
+{{- $policies := $document.policies | default list }}
+{{- range .Values.federation.policies | default list }}
+{{- $definition := dict }}
+{{- if .upstreamSet }}{{ $_ := set $definition "federation-upstream-set" .upstreamSet }}{{ else }}{{ $_ := set $definition "federation-upstream" .upstream }}{{ end }}
+{{- $policies = append $policies (dict "name" .name "vhost" (.vhost | default "/") "pattern" .pattern "apply-to" "queues" "priority" (.priority | default 0) "definition" $definition) }}
+{{- end }}
+{{- if $policies }}{{ $_ := set $document "policies" $policies }}{{ end }}
+{{- $document | toJson }}
+{{- end }}
