@@ -392,7 +392,7 @@ class UpstreamConnection:
     async def basic_qos(self, prefetch_count: int) -> None:
         await self._call(m.BasicQos(prefetch_count=prefetch_count), m.BasicQosOk)
 
-    async def basic_consume(
+    def basic_consume(
         self,
         queue: str,
         consumer_tag: str,
@@ -400,12 +400,17 @@ class UpstreamConnection:
         no_ack: bool,
         arguments: Mapping[str, Any],
         on_delivery: DeliveryHandler,
-    ) -> None:
-        self._protocol.on_delivery = on_delivery
+    ) -> asyncio.Future[Method]:
+        """Send basic.consume now (a caller that is not a task may start consuming); the
+        future is done at consume-ok."""
+        protocol = self._protocol
+        protocol.on_delivery = on_delivery
         method = m.BasicConsume(
             queue=queue, consumer_tag=consumer_tag, no_ack=no_ack, arguments=dict(arguments)
         )
-        await self._call(method, m.BasicConsumeOk)
+        future = protocol.expect(m.BasicConsumeOk)
+        protocol.write(method_frame(protocol.channel, method))
+        return future
 
     async def basic_cancel(self, consumer_tag: str) -> None:
         # Deliveries sent before the cancel still arrive, and are taken, until cancel-ok.

@@ -102,6 +102,10 @@ class FederationLink:
         # prefetch-count 0 (no limit upstream) there is no such bound: any ready message stops it.
         self._high_water = max(0, upstream.prefetch_count)
         self._connection: UpstreamConnection | None = None
+        # The connection while the link waits for demand, and basic.consume sent meanwhile.
+        self._parked: UpstreamConnection | None = None
+        self._consume_ok: asyncio.Future[Any] | None = None
+        self._consume_arguments: dict[str, Any] = {}
         self._no_ack = upstream.ack_mode == "no-ack"
         self._on_confirm = upstream.ack_mode == "on-confirm"
         # Upstream deliveries not yet acknowledged, in delivery order: [tag, state]. They are
@@ -157,6 +161,12 @@ class FederationLink:
             if not self._demand.is_set():
                 self._demand.set()
                 self._no_demand.clear()
+                if self._parked is not None:
+                    # Consume from here rather than when the link's task next runs: a new
+                    # consumer's first message comes one round trip sooner on a busy node.
+                    self._consume_ok = self._consume(self._parked)
+                    self._consume_ok.add_done_callback(_retrieved)
+                    self._parked = None
         elif not self._no_demand.is_set():
             self._no_demand.set()
             self._demand.clear()
@@ -193,7 +203,7 @@ class FederationLink:
                     self.error,
                 )
             finally:
-                self._connection = None
+                self._connection = self._parked = self._consume_ok = None
                 self._to_disk = []
                 self._on_probation = None
                 self.consuming = False
@@ -250,27 +260,35 @@ class FederationLink:
                 arguments=queue.arguments,
             )
 
+    def _consume(self, connection: UpstreamConnection) -> asyncio.Future[Any]:
+        return connection.basic_consume(
+            self.upstream_queue,
+            self.upstream.tag(),
+            no_ack=self._no_ack,
+            arguments=self._consume_arguments,
+            on_delivery=self._deliver,
+        )
+
     async def _follow_demand(self, connection: UpstreamConnection) -> None:
         """Consume while there is demand here, cancel when it goes, until the channel closes."""
         tag = self.upstream.tag()
-        no_ack = self.upstream.ack_mode == "no-ack"
         closed = connection.closed
         # The consumer carries a mark of this run of the link: once consume-ok is back the
         # upstream has registered it, and if that upstream is this very queue, it is here.
         mark = f"{self.node}/{id(self)}/{time.monotonic_ns()}"
-        arguments = {"x-priority": -1, _LINK_MARK: mark}
+        self._consume_arguments = {"x-priority": -1, _LINK_MARK: mark}
         checked = False
         while True:
-            await _first(self._demand.wait(), closed)
+            # Parked: demand_may_have_changed may send basic.consume itself.
+            self._parked = connection if checked else None
+            try:
+                await _first(self._demand.wait(), closed)
+            finally:
+                self._parked = None
             if not checked:
                 self._on_probation = []
-            await connection.basic_consume(
-                self.upstream_queue,
-                tag,
-                no_ack=no_ack,
-                arguments=arguments,
-                on_delivery=self._deliver,
-            )
+            consume_ok, self._consume_ok = self._consume_ok or self._consume(connection), None
+            await consume_ok
             if not checked:
                 checked = True
                 held, self._on_probation = self._on_probation or [], None
@@ -378,6 +396,12 @@ class FederationLink:
                 "consuming" if self.consuming else "blocked" if self._alarmed() else "waiting"
             )
         return found
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Mark a failure as seen: the link's task reports the connection's end itself."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _has_willing_consumer(queue: ClassicQueue) -> bool:
