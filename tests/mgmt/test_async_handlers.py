@@ -9,6 +9,7 @@ real store are tested with the cluster.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import socket
 from collections import deque
@@ -27,6 +28,7 @@ from cluster.metadata.schema import (
     ExchangeRecord,
     SetPermissions,
     command_json,
+    encode_command,
     record_from_json,
 )
 from leveret.auth import check_password
@@ -114,7 +116,7 @@ class FakeSharedStore:
         self.failure: Exception | None = None
 
     async def submit(self, command: Command) -> Reply:
-        self.commands.append(command_json(command))
+        self.commands.append(json.loads(encode_command(command)))
         await asyncio.sleep(0)  # the reply is awaited, as a real decision is
         if self.failure is not None:
             raise self.failure
@@ -126,7 +128,7 @@ class FakeSharedStore:
         return applier(self.broker, command) if applier is not None else {"status": "created"}
 
     def submit_eventually(self, command: Command) -> None:
-        self.commands.append(command_json(command))
+        self.commands.append(json.loads(encode_command(command)))
 
     def ops(self) -> list[str]:
         return [command["op"] for command in self.commands]
