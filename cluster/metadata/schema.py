@@ -142,11 +142,11 @@ R = TypeVar("R", bound=Record)
 
 def record_json(record: Record) -> dict[str, Any]:
     """`record` as a JSON object (the form snapshots and replies carry)."""
-    return {
-        name: list(value) if isinstance(value, tuple) else value
-        for name in _FIELD_NAMES[type(record)]
-        for value in (getattr(record, name),)
-    }
+    body: dict[str, Any] = {}
+    for name in _FIELD_NAMES[type(record)]:
+        value = getattr(record, name)
+        body[name] = list(value) if isinstance(value, tuple) else value  # tags
+    return body
 
 
 def record_from_json(kind: type[R], body: dict[str, Any]) -> R:
