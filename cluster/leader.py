@@ -13,6 +13,7 @@ from typing import Any
 from cluster.address_book import AddressBook
 from cluster.errors import ClusterUnavailable, NoQuorum, NotLeaderHere, ProposalLost
 from cluster.metadata import encode_command
+from cluster.metadata.schema import AddMember
 from cluster.metadata_machine import MetadataMachine
 from cluster.node_loop import RaftLoop, ReadAborted
 from cluster.raft import ConfOp, NotLeader, ProposalRejected, Role
@@ -45,13 +46,13 @@ class LeaderOps:
 
     def membership(self) -> Membership:
         """The members table and the voters, as this node has them."""
-        members = {record["name"]: record["address"] for record in self._machine.state.members()}
+        members = {record.name: record.address for record in self._machine.state.members()}
         return Membership(members, self._loop.raft.voters)
 
-    async def submit(self, command: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """Propose `command` and return the metadata store's reply once it is applied."""
+    async def submit(self, data: bytes, timeout: float) -> dict[str, Any]:
+        """Propose a command (as `encode_command` wrote it) and return the metadata store's
+        reply once it is applied."""
         deadline = _deadline(timeout)
-        data = encode_command(command)
         while True:
             try:
                 future = self._loop.propose(data)
@@ -130,7 +131,7 @@ class LeaderOps:
                 kind="removed",
             )
         if current.members.get(name) != address:
-            await self.submit({"op": "add_member", "name": name, "address": address}, timeout)
+            await self.submit(encode_command(AddMember(name=name, address=address)), timeout)
         await self.change_voters(ConfOp.ADD, name, _left(deadline))
         return self.membership()
 

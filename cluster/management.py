@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 from cluster.gossip import LinkReport, MemberStatus
-from cluster.metadata.tables import KEY_FIELDS, Tables
+from cluster.metadata.schema import CommandError, command_from_json
+from cluster.metadata.tables import KEY_FIELDS
 from cluster.service import ClusterService
 from cluster.status import cluster_status_report
 from cluster.tickets import Tickets
@@ -109,7 +111,7 @@ class ClusterManagement:
         return running, {}
 
     def start_submit(self, command: dict[str, Any]) -> str:
-        return self._tickets.start(self._service.submit(command))
+        return self._tickets.start(self._submit(command))
 
     def start_read_barrier(self) -> str:
         return self._tickets.start(self._barrier())
@@ -122,17 +124,23 @@ class ClusterManagement:
 
     def metadata(self, table: str | None = None) -> dict[str, Any] | None:
         """The replicated tables as applied on this node (None: no such table)."""
-        tables = Tables.from_json(self._service.metadata.snapshot())
-        names = sorted(KEY_FIELDS) if table is None else [table]
         if table is not None and table not in KEY_FIELDS:
             return None
-        return {
-            name: [getattr(tables, name)[key] for key in sorted(getattr(tables, name))]
-            for name in names
-        }
+        # The snapshot is every table's records in key order, as JSON.
+        tables = json.loads(self._service.metadata.snapshot())
+        names = sorted(KEY_FIELDS) if table is None else [table]
+        return {name: tables.get(name, []) for name in names}
 
     def close(self) -> None:
         self._tickets.cancel_all()
+
+    async def _submit(self, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            command = command_from_json(body)
+        except CommandError as error:
+            # The reply the store gives a command it cannot apply, without a trip through the log.
+            return {"status": "error", "reason": str(error)}
+        return await self._service.submit(command)
 
     async def _barrier(self) -> dict[str, Any]:
         await self._service.read_barrier()

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cluster.metadata import CommandError, MetadataState, decode_command
-from cluster.metadata.commands import Effect
+from cluster.metadata.schema import Effect
 from cluster.raft import Entry, EntryKind, Snapshot, decode_conf_change
 
 log = logging.getLogger(__name__)

@@ -13,6 +13,7 @@ import grpc
 from cluster.errors import ClusterError, ClusterUnavailable, NotLeaderHere, OutcomeUnknown
 from cluster.gossip.driver import GossipDriver
 from cluster.metadata import CommandError, decode_command
+from cluster.metadata.schema import Command
 from cluster.raft_wire import MalformedBatch
 from cluster.remote import Membership
 from cluster.secret import Caller
@@ -36,7 +37,7 @@ class LeaderSide(Protocol):
 
     def receive_raft(self, caller: Caller, batch: raft_pb2.RaftBatch) -> None: ...
 
-    async def submit_here(self, command: dict[str, Any], timeout: float) -> dict[str, Any]: ...
+    async def submit_here(self, command: Command, timeout: float) -> dict[str, Any]: ...
 
     async def read_index_here(self, timeout: float) -> int: ...
 

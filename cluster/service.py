@@ -21,7 +21,15 @@ from cluster.gossip.driver import GossipDriver, ReportSource
 from cluster.joining import RemovedFromCluster, join_through_seeds
 from cluster.leader import LeaderOps
 from cluster.metadata import MetadataState, encode_command
-from cluster.metadata.commands import Effect
+from cluster.metadata.schema import (
+    AddMember,
+    Command,
+    Effect,
+    MemberAdded,
+    MemberRecord,
+    MemberRemoved,
+    RemoveMember,
+)
 from cluster.metadata_machine import EffectListener, MetadataMachine
 from cluster.node_loop import RaftLoop
 from cluster.raft import ConfOp, FileStorage, RaftError, RaftNode, Role, StorageState
@@ -184,7 +192,7 @@ class ClusterService:
         """Call `listener(effects)` for the effects of every command applied on this node."""
         self.machine.on_effects(listener)
 
-    async def submit(self, command: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    async def submit(self, command: Command, timeout: float | None = None) -> dict[str, Any]:
         """Apply a metadata command through the leader; returns its reply.
 
         Raises NoQuorum when no majority answers within `timeout`, ClusterUnavailable for
@@ -196,7 +204,7 @@ class ClusterService:
         deadline = asyncio.get_running_loop().time() + timeout
         reply = await self._on_leader(
             "the metadata change",
-            lambda left: self._leader.submit(command, left),
+            lambda left: self._leader.submit(data, left),
             lambda address, left: self._remote.submit(address, data, left),
             timeout,
         )
@@ -245,7 +253,7 @@ class ClusterService:
     def status(self) -> ClusterStatus:
         """This node's view of the cluster."""
         raft = self._loop.status()
-        members = {record["name"]: record["address"] for record in self.machine.state.members()}
+        members = {record.name: record.address for record in self.machine.state.members()}
         return ClusterStatus(
             node=self.name,
             address=self.address,
@@ -286,9 +294,9 @@ class ClusterService:
         messages = decode_batch(batch)
         self._loop.deliver(messages)
 
-    async def submit_here(self, command: dict[str, Any], timeout: float) -> dict[str, Any]:
+    async def submit_here(self, command: Command, timeout: float) -> dict[str, Any]:
         self._require_started()
-        return await self._leader.submit(command, timeout)
+        return await self._leader.submit(encode_command(command), timeout)
 
     async def read_index_here(self, timeout: float) -> int:
         self._require_started()
@@ -315,7 +323,7 @@ class ClusterService:
         if name in current.members:
             # When this node removed itself it is no longer the leader: submit routes it.
             left = max(deadline - asyncio.get_running_loop().time(), 0.5)
-            await self.submit({"op": "remove_member", "name": name}, left)
+            await self.submit(RemoveMember(name=name), left)
         return self._leader.membership()
 
     # -- internals -----------------------------------------------------------------------
@@ -408,23 +416,23 @@ class ClusterService:
     def _on_effects(self, effects: list[Effect]) -> None:
         changed = False
         for effect in effects:
-            if effect["type"] == "member_added":
-                self._book.set(effect["name"], effect["address"])
+            if isinstance(effect, MemberAdded):
+                self._book.set(effect.name, effect.address)
                 changed = True
-            elif effect["type"] == "member_removed":
-                if effect["name"] == self.name:
+            elif isinstance(effect, MemberRemoved):
+                if effect.name == self.name:
                     self._removed = True
                     log.warning("this node (%s) was removed from the cluster", self.name)
                 else:
-                    self._book.forget(effect["name"])
+                    self._book.forget(effect.name)
                 changed = True
         if changed:
             self._refresh_members()
 
     def _refresh_members(self) -> None:
-        names = {record["name"] for record in self.machine.state.members()}
+        names = {record.name for record in self.machine.state.members()}
         for record in self.machine.state.members():
-            self._book.set(record["name"], record["address"])
+            self._book.set(record.name, record.address)
         names |= set(self._loop.raft.voters)
         if self._removed:
             names.discard(self.name)
@@ -451,7 +459,7 @@ class ClusterService:
                 continue
             if self._loop.raft.leader_id is None:
                 continue
-            command = {"op": "add_member", "name": self.name, "address": self.address}
+            command = AddMember(name=self.name, address=self.address)
             try:
                 await self.submit(command, timeout=self.settings.submit_timeout)
             except (ClusterUnavailable, NotLeaderHere, OutcomeUnknown) as error:
@@ -460,13 +468,13 @@ class ClusterService:
 
     def _registered_address(self) -> str | None:
         record = self._member_record(self.name)
-        return str(record["address"]) if record is not None else None
+        return record.address if record is not None else None
 
     def _registered(self, name: str) -> bool:
         return self._member_record(name) is not None
 
-    def _member_record(self, name: str) -> dict[str, Any] | None:
-        return next((r for r in self.machine.state.members() if r["name"] == name), None)
+    def _member_record(self, name: str) -> MemberRecord | None:
+        return next((r for r in self.machine.state.members() if r.name == name), None)
 
     async def hand_over_leadership(self) -> None:
         """Ask a live, connected voter to take over; try the next one if it does not."""

@@ -41,7 +41,7 @@ async def _decide(
         raise AMQPError(ReplyCode.INTERNAL_ERROR, timeout_text, method, hard=True) from None
     if reply.get("status") == "error":
         # The checks above should have refused anything the store refuses.
-        log.error("the cluster refused %s: %s", command.get("op"), reply.get("reason"))
+        log.error("the cluster refused %s: %s", command.op, reply.get("reason"))
         raise AMQPError(
             ReplyCode.INTERNAL_ERROR,
             f"the cluster refused the change: {reply.get('reason')}",
@@ -89,7 +89,7 @@ def exchange_declare(channel: Channel, metadata: MetadataStore, method: m.Exchan
             metadata, commands.declare_exchange(vhost.name, name, requested), text, method.ids
         )
         if reply["status"] != "created":
-            existing = commands.exchange_decl(reply["exchange"])
+            existing = commands.exchange_decl(commands.replied_exchange(reply))
             rules.check_exchange_equivalence(name, existing, requested, vhost.name, method.ids)
 
     channel.session.wait_then(
@@ -169,7 +169,7 @@ def bind(
     async def decide() -> None:
         reply = await _decide(
             metadata,
-            commands.binding_command("bind", vhost.name, binding),
+            commands.bind(vhost.name, binding),
             "Could not add binding due to timeout",
             ids,
         )
@@ -198,7 +198,7 @@ def unbind(
     if exchange is None or not exchange.has_binding(binding):
         _answer(channel, ok)
         return
-    command = commands.binding_command("unbind", vhost.name, binding)
+    command = commands.unbind(vhost.name, binding)
     pending = _decide(metadata, command, "Could not remove binding due to timeout", method.ids)
     channel.session.wait_then(channel, pending, lambda _: _answer(channel, ok))
 
@@ -269,8 +269,8 @@ def queue_declare(channel: Channel, metadata: MetadataStore, method: m.QueueDecl
         )
         reply = await _decide(metadata, command, text, method.ids)
         if reply["status"] != "created":
-            record = reply["queue"]
-            owner = record["exclusive_owner"]
+            record = commands.replied_queue(reply)
+            owner = record.exclusive_owner
             check(commands.queue_decl(record), session if owner == session.owner_tag else owner)
 
     session.wait_then(channel, decide(), declared)

@@ -5,12 +5,12 @@ A node never changes its definitions itself: it submits each change as a command
 committed commands to every node's model, the submitting node's included, before the submit
 returns.
 
-Commands are JSON objects named by "op", in the replicated store's vocabulary:
-add_vhost, delete_vhost, put_user, delete_user, set_permissions, clear_permissions,
-declare_exchange, delete_exchange, bind, unbind, declare_queue, delete_queue, set_policy,
-clear_policy, set_operator_policy, clear_operator_policy, set_parameter, clear_parameter.
-Replies are JSON objects with a "status" ("created", "exists", "conflict", "deleted",
-"not_found", "in_use", "locked", "ok", "updated", or "error" with a "reason").
+Commands are the store's own vocabulary, the frozen dataclasses of cluster.metadata.schema
+(AddVhost, DeclareQueue, Bind, SetPolicy, ...). That module imports only the standard library
+and is the one part of the cluster layer the core uses, so that whoever makes a command and
+whoever applies it agree on its fields. Replies are JSON objects with a "status" ("created",
+"exists", "conflict", "deleted", "not_found", "in_use", "locked", "ok", "updated", or "error"
+with a "reason").
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any, Protocol
 
-Command = dict[str, Any]
+from cluster.metadata.schema import Command
+
 Reply = dict[str, Any]
 
 

@@ -1,8 +1,9 @@
 """The replicated metadata store: a pure state machine applied from the Raft log."""
 
-from cluster.metadata.commands import CommandError, decode_command, encode_command
+from cluster.metadata.schema import CommandError, decode_command, encode_command
 from cluster.metadata.state import HANDLERS, MetadataState
 
-COMMANDS = tuple(sorted(HANDLERS))
+# The commands the store knows, by the name ("op") they carry in the log.
+COMMANDS = tuple(sorted(kind.op for kind in HANDLERS if kind.op != "unreadable"))
 
 __all__ = ["COMMANDS", "CommandError", "MetadataState", "decode_command", "encode_command"]

@@ -4,115 +4,119 @@ from __future__ import annotations
 
 import re
 
-from cluster.metadata.commands import Command, CommandError, Effect, Reply, field, reply
+from cluster.metadata.replies import Handlers, Reply, reply
+from cluster.metadata.schema import (
+    ClearGlobalParameter,
+    ClearOperatorPolicy,
+    ClearParameter,
+    ClearPolicy,
+    CommandError,
+    Effect,
+    GlobalParameterChanged,
+    GlobalParameterRecord,
+    OperatorPolicyChanged,
+    ParameterChanged,
+    ParameterRecord,
+    PolicyChanged,
+    PolicyRecord,
+    SetGlobalParameter,
+    SetOperatorPolicy,
+    SetParameter,
+    SetPolicy,
+)
 from cluster.metadata.tables import Tables
 
 _APPLY_TO = ("queues", "exchanges", "all", "classic_queues", "quorum_queues", "streams")
 
 
-_EFFECTS = {"policies": "policy_changed", "operator_policies": "operator_policy_changed"}
-
-
-def _set_policy(table: str, tables: Tables, command: Command) -> tuple[Reply, list[Effect]]:
-    vhost, name = field(command, "vhost", str), field(command, "name", str)
+def _set_policy(
+    tables: Tables, command: SetPolicy | SetOperatorPolicy
+) -> tuple[Reply, list[Effect]]:
+    vhost, name = command.vhost, command.name
     if (vhost,) not in tables.vhosts:
         raise CommandError(f"no such vhost {vhost!r}")
-    pattern = field(command, "pattern", str)
     try:
-        re.compile(pattern)
+        re.compile(command.pattern)
     except re.error as error:
-        raise CommandError(f"invalid pattern {pattern!r}: {error}") from error
-    apply_to = field(command, "apply_to", str, "all")
-    if apply_to not in _APPLY_TO:
+        raise CommandError(f"invalid pattern {command.pattern!r}: {error}") from error
+    if command.apply_to not in _APPLY_TO:
         raise CommandError(f"apply_to must be one of {', '.join(_APPLY_TO)}")
-    priority = field(command, "priority", int, 0)
-    record = {
-        "vhost": vhost,
-        "name": name,
-        "pattern": pattern,
-        "apply_to": apply_to,
-        "definition": field(command, "definition", dict),
-        "priority": priority,
-    }
-    rows = getattr(tables, table)
+    record = PolicyRecord(
+        vhost=vhost,
+        name=name,
+        pattern=command.pattern,
+        apply_to=command.apply_to,
+        definition=command.definition,
+        priority=command.priority,
+    )
+    operator = isinstance(command, SetOperatorPolicy)
+    rows = tables.operator_policies if operator else tables.policies
     status = "updated" if (vhost, name) in rows else "created"
-    tables.put(table, record)
-    return reply(status), [{"type": _EFFECTS[table], "vhost": vhost, "name": name}]
+    tables.put("operator_policies" if operator else "policies", record)
+    return reply(status), [_changed(operator, vhost, name)]
 
 
-def _clear_policy(table: str, tables: Tables, command: Command) -> tuple[Reply, list[Effect]]:
-    vhost, name = field(command, "vhost", str), field(command, "name", str)
-    if getattr(tables, table).pop((vhost, name), None) is None:
+def _clear_policy(
+    tables: Tables, command: ClearPolicy | ClearOperatorPolicy
+) -> tuple[Reply, list[Effect]]:
+    vhost, name = command.vhost, command.name
+    operator = isinstance(command, ClearOperatorPolicy)
+    rows = tables.operator_policies if operator else tables.policies
+    if rows.pop((vhost, name), None) is None:
         return reply("not_found"), []
-    return reply("deleted"), [{"type": _EFFECTS[table], "vhost": vhost, "name": name}]
+    return reply("deleted"), [_changed(operator, vhost, name)]
 
 
-def set_policy(tables: Tables, command: Command) -> tuple[Reply, list[Effect]]:
-    """Create or replace a user policy."""
-    return _set_policy("policies", tables, command)
+def _changed(operator: bool, vhost: str, name: str) -> Effect:
+    if operator:
+        return OperatorPolicyChanged(vhost=vhost, name=name)
+    return PolicyChanged(vhost=vhost, name=name)
 
 
-def clear_policy(tables: Tables, command: Command) -> tuple[Reply, list[Effect]]:
-    """Remove a user policy."""
-    return _clear_policy("policies", tables, command)
-
-
-def set_operator_policy(tables: Tables, command: Command) -> tuple[Reply, list[Effect]]:
-    """Create or replace an operator policy (which keys it may set is checked before proposing)."""
-    return _set_policy("operator_policies", tables, command)
-
-
-def clear_operator_policy(tables: Tables, command: Command) -> tuple[Reply, list[Effect]]:
-    """Remove an operator policy."""
-    return _clear_policy("operator_policies", tables, command)
-
-
-def set_parameter(tables: Tables, command: Command) -> tuple[Reply, list[Effect]]:
+def set_parameter(tables: Tables, command: SetParameter) -> tuple[Reply, list[Effect]]:
     """Create or replace a per-vhost runtime parameter (e.g. a federation upstream)."""
-    component, vhost = field(command, "component", str), field(command, "vhost", str)
-    name = field(command, "name", str)
+    component, vhost, name = command.component, command.vhost, command.name
     if (vhost,) not in tables.vhosts:
         raise CommandError(f"no such vhost {vhost!r}")
     status = "updated" if (component, vhost, name) in tables.parameters else "created"
-    record = {"component": component, "vhost": vhost, "name": name, "value": command.get("value")}
+    record = ParameterRecord(component=component, vhost=vhost, name=name, value=command.value)
     tables.put("parameters", record)
-    effect = {"type": "parameter_changed", "component": component, "vhost": vhost, "name": name}
-    return reply(status), [effect]
+    return reply(status), [ParameterChanged(component=component, vhost=vhost, name=name)]
 
 
-def clear_parameter(tables: Tables, command: Command) -> tuple[Reply, list[Effect]]:
+def clear_parameter(tables: Tables, command: ClearParameter) -> tuple[Reply, list[Effect]]:
     """Remove a per-vhost runtime parameter."""
-    component, vhost = field(command, "component", str), field(command, "vhost", str)
-    name = field(command, "name", str)
+    component, vhost, name = command.component, command.vhost, command.name
     if tables.parameters.pop((component, vhost, name), None) is None:
         return reply("not_found"), []
-    effect = {"type": "parameter_changed", "component": component, "vhost": vhost, "name": name}
-    return reply("deleted"), [effect]
+    return reply("deleted"), [ParameterChanged(component=component, vhost=vhost, name=name)]
 
 
-def set_global_parameter(tables: Tables, command: Command) -> tuple[Reply, list[Effect]]:
+def set_global_parameter(tables: Tables, command: SetGlobalParameter) -> tuple[Reply, list[Effect]]:
     """Create or replace a cluster-wide parameter (e.g. cluster_name)."""
-    name = field(command, "name", str)
+    name = command.name
     status = "updated" if (name,) in tables.global_parameters else "created"
-    tables.put("global_parameters", {"name": name, "value": command.get("value")})
-    return reply(status), [{"type": "global_parameter_changed", "name": name}]
+    tables.put("global_parameters", GlobalParameterRecord(name=name, value=command.value))
+    return reply(status), [GlobalParameterChanged(name=name)]
 
 
-def clear_global_parameter(tables: Tables, command: Command) -> tuple[Reply, list[Effect]]:
+def clear_global_parameter(
+    tables: Tables, command: ClearGlobalParameter
+) -> tuple[Reply, list[Effect]]:
     """Remove a cluster-wide parameter."""
-    name = field(command, "name", str)
+    name = command.name
     if tables.global_parameters.pop((name,), None) is None:
         return reply("not_found"), []
-    return reply("deleted"), [{"type": "global_parameter_changed", "name": name}]
+    return reply("deleted"), [GlobalParameterChanged(name=name)]
 
 
-HANDLERS = {
-    "set_policy": set_policy,
-    "clear_policy": clear_policy,
-    "set_operator_policy": set_operator_policy,
-    "clear_operator_policy": clear_operator_policy,
-    "set_parameter": set_parameter,
-    "clear_parameter": clear_parameter,
-    "set_global_parameter": set_global_parameter,
-    "clear_global_parameter": clear_global_parameter,
+HANDLERS: Handlers = {
+    SetPolicy: _set_policy,
+    ClearPolicy: _clear_policy,
+    SetOperatorPolicy: _set_policy,
+    ClearOperatorPolicy: _clear_policy,
+    SetParameter: set_parameter,
+    ClearParameter: clear_parameter,
+    SetGlobalParameter: set_global_parameter,
+    ClearGlobalParameter: clear_global_parameter,
 }

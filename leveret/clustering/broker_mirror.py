@@ -10,10 +10,27 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from cluster.metadata import MetadataState
-from cluster.metadata.commands import Effect
+from cluster.metadata.schema import (
+    BindingCreated,
+    BindingDeleted,
+    BindingRecord,
+    Effect,
+    ExchangeCreated,
+    ExchangeDeleted,
+    GlobalParameterChanged,
+    OperatorPolicyChanged,
+    ParameterChanged,
+    PermissionsChanged,
+    PolicyChanged,
+    QueueCreated,
+    QueueDeleted,
+    UserChanged,
+    UserDeleted,
+    VhostAdded,
+    VhostDeleted,
+)
 from leveret.auth import User
 from leveret.broker import Broker, Permission
 from leveret.definitions_log import decode_arguments
@@ -26,10 +43,6 @@ from leveret.queues.remote import RemoteQueue
 from leveret.vhost import VirtualHost
 
 log = logging.getLogger(__name__)
-
-Record = dict[str, Any]
-
-_POLICY_KINDS = {"policy_changed": "policy", "operator_policy_changed": "operator_policy"}
 
 
 class BrokerMirror:
@@ -50,20 +63,17 @@ class BrokerMirror:
     def rebuild(self) -> None:
         """Make the whole model match the metadata (at boot, and after a snapshot arrived)."""
         state, broker = self._state(), self._broker
-        wanted = {record["name"] for record in state.vhosts()}
+        wanted = {record.name for record in state.vhosts()}
         for name in [name for name in broker.vhosts if name not in wanted]:
             delete_vhost(broker, name)
-        broker.users = {
-            r["name"]: User(r["name"], r["password_hash"], list(r["tags"])) for r in state.users()
-        }
+        broker.users = {r.name: User(r.name, r.password_hash, list(r.tags)) for r in state.users()}
         broker.permissions = {
-            (r["user"], r["vhost"]): Permission(r["configure"], r["write"], r["read"])
-            for r in state.permissions()
+            (r.user, r.vhost): Permission(r.configure, r.write, r.read) for r in state.permissions()
         }
-        for record in state.global_parameters():
-            self._sync_global_parameter(record["name"])
-        for record in state.vhosts():
-            self._sync_vhost(record["name"])
+        for parameter in state.global_parameters():
+            self._sync_global_parameter(parameter.name)
+        for vhost in state.vhosts():
+            self._sync_vhost(vhost.name)
 
     # -- one change at a time --------------------------------------------------------------
 
@@ -76,7 +86,7 @@ class BrokerMirror:
         """
         for effect in effects:
             try:
-                self._apply(effect["type"], effect)
+                self._apply(effect)
             except Exception:
                 self.repairs += 1
                 log.exception(
@@ -87,33 +97,41 @@ class BrokerMirror:
                 self.rebuild()
                 return
 
-    def _apply(self, kind: str, effect: Effect) -> None:
+    def _apply(self, effect: Effect) -> None:
         broker = self._broker
-        if kind == "vhost_added":
-            self._sync_vhost(effect["vhost"])
-        elif kind == "vhost_deleted":
-            delete_vhost(broker, effect["vhost"])
-            broker.registry.forget_vhost(effect["vhost"])
-        elif kind in ("user_changed", "user_deleted"):
-            self._sync_user(effect["user"])
-        elif kind == "permissions_changed":
-            self._sync_permission(effect["user"], effect["vhost"])
-        elif kind in ("exchange_created", "exchange_deleted"):
-            vhost = broker.vhosts.get(effect["vhost"])
-            if vhost is not None:
-                self._sync_exchange(vhost, effect["name"])
-        elif kind in ("queue_created", "queue_deleted"):
-            vhost = broker.vhosts.get(effect["vhost"])
-            if vhost is not None:
-                self._sync_queue(vhost, effect["name"])
-        elif kind in ("binding_created", "binding_deleted"):
-            self._sync_binding(kind == "binding_created", effect)
-        elif kind in _POLICY_KINDS:
-            self._sync_policy(_POLICY_KINDS[kind], effect["vhost"], effect["name"])
-        elif kind == "parameter_changed":
-            self._sync_parameter(effect["component"], effect["vhost"], effect["name"])
-        elif kind == "global_parameter_changed":
-            self._sync_global_parameter(effect["name"])
+        match effect:
+            case VhostAdded(vhost=name):
+                self._sync_vhost(name)
+            case VhostDeleted(vhost=name):
+                delete_vhost(broker, name)
+                broker.registry.forget_vhost(name)
+            case UserChanged(user=user) | UserDeleted(user=user):
+                self._sync_user(user)
+            case PermissionsChanged(user=user, vhost=name):
+                self._sync_permission(user, name)
+            case (
+                ExchangeCreated(vhost=name, name=exchange)
+                | ExchangeDeleted(vhost=name, name=exchange)
+            ):
+                vhost = broker.vhosts.get(name)
+                if vhost is not None:
+                    self._sync_exchange(vhost, exchange)
+            case QueueCreated(vhost=name, name=queue) | QueueDeleted(vhost=name, name=queue):
+                vhost = broker.vhosts.get(name)
+                if vhost is not None:
+                    self._sync_queue(vhost, queue)
+            case BindingCreated(binding=binding):
+                self._sync_binding(True, binding)
+            case BindingDeleted(binding=binding):
+                self._sync_binding(False, binding)
+            case PolicyChanged(vhost=name, name=policy):
+                self._sync_policy("policy", name, policy)
+            case OperatorPolicyChanged(vhost=name, name=policy):
+                self._sync_policy("operator_policy", name, policy)
+            case ParameterChanged(component=component, vhost=name, name=parameter):
+                self._sync_parameter(component, name, parameter)
+            case GlobalParameterChanged(name=name):
+                self._sync_global_parameter(name)
 
     # -- access ----------------------------------------------------------------------------
 
@@ -124,7 +142,7 @@ class BrokerMirror:
             for key in [key for key in broker.permissions if key[0] == name]:
                 del broker.permissions[key]
             return
-        broker.users[name] = User(name, record["password_hash"], list(record["tags"]))
+        broker.users[name] = User(name, record.password_hash, list(record.tags))
 
     def _sync_permission(self, user: str, vhost: str) -> None:
         broker = self._broker
@@ -133,7 +151,7 @@ class BrokerMirror:
             broker.permissions.pop((user, vhost), None)
         else:
             broker.permissions[(user, vhost)] = Permission(
-                record["configure"], record["write"], record["read"]
+                record.configure, record.write, record.read
             )
 
     # -- virtual hosts ---------------------------------------------------------------------
@@ -145,30 +163,30 @@ class BrokerMirror:
             return
         vhost = broker.add_vhost(name)
         metadata = broker.registry.metadata(name)
-        metadata.description = record.get("description", "")
-        metadata.tags = list(record.get("tags", []))
-        for user, vhost_name in [(r["user"], r["vhost"]) for r in state.permissions(vhost=name)]:
+        metadata.description = record.description
+        metadata.tags = list(record.tags)
+        for user, vhost_name in [(r.user, r.vhost) for r in state.permissions(vhost=name)]:
             self._sync_permission(user, vhost_name)
         for kind, records in (
             ("policy", state.policies(name)),
             ("operator_policy", state.operator_policies(name)),
         ):
-            wanted = {r["name"] for r in records}
+            wanted = {r.name for r in records}
             for policy in broker.registry.policies(kind, name):  # type: ignore[arg-type]
                 if policy.name not in wanted:
                     broker.registry.clear_policy(kind, name, policy.name)  # type: ignore[arg-type]
             for r in records:
-                self._sync_policy(kind, name, r["name"])
-        wanted_parameters = {(r["component"], r["name"]) for r in state.parameters(vhost=name)}
+                self._sync_policy(kind, name, r.name)
+        wanted_parameters = {(r.component, r.name) for r in state.parameters(vhost=name)}
         for parameter in broker.registry.parameters(vhost=name):
             if (parameter.component, parameter.name) not in wanted_parameters:
                 broker.registry.clear_parameter(parameter.component, name, parameter.name)
         for component, parameter_name in wanted_parameters:
             self._sync_parameter(component, name, parameter_name)
-        exchanges = {r["name"] for r in state.exchanges(name)}
+        exchanges = {r.name for r in state.exchanges(name)}
         for exchange_name in set(vhost.exchanges) | exchanges:
             self._sync_exchange(vhost, exchange_name)
-        queues = {r["name"] for r in state.queues(name)}
+        queues = {r.name for r in state.queues(name)}
         for queue_name in set(vhost.queues) | set(vhost.remote_queues) | queues:
             self._sync_queue(vhost, queue_name)
         self._sync_bindings(vhost)
@@ -178,17 +196,12 @@ class BrokerMirror:
     def _sync_policy(self, kind: str, vhost: str, name: str) -> None:
         state, registry = self._state(), self._broker.registry
         records = state.policies(vhost) if kind == "policy" else state.operator_policies(vhost)
-        record = next((r for r in records if r["name"] == name), None)
+        record = next((r for r in records if r.name == name), None)
         if record is None:
             registry.clear_policy(kind, vhost, name)  # type: ignore[arg-type]
             return
         policy = Policy(
-            vhost,
-            name,
-            record["pattern"],
-            record["definition"],
-            record["priority"],
-            record["apply_to"],
+            vhost, name, record.pattern, record.definition, record.priority, record.apply_to
         )
         if registry.policy(kind, vhost, name) != policy:  # type: ignore[arg-type]
             registry.set_policy(kind, policy)  # type: ignore[arg-type]
@@ -196,12 +209,12 @@ class BrokerMirror:
     def _sync_parameter(self, component: str, vhost: str, name: str) -> None:
         registry = self._broker.registry
         record = next(
-            (r for r in self._state().parameters(component, vhost) if r["name"] == name), None
+            (r for r in self._state().parameters(component, vhost) if r.name == name), None
         )
         if record is None:
             registry.clear_parameter(component, vhost, name)
             return
-        parameter = Parameter(component, vhost, name, record["value"])
+        parameter = Parameter(component, vhost, name, record.value)
         if registry.parameter(component, vhost, name) != parameter:
             registry.set_parameter(parameter)
 
@@ -211,7 +224,7 @@ class BrokerMirror:
         if record is None:
             table.pop(name, None)
         else:
-            table[name] = record["value"]
+            table[name] = record.value
 
     # -- exchanges and bindings ------------------------------------------------------------
 
@@ -229,14 +242,14 @@ class BrokerMirror:
             vhost.remove_exchange(local)  # replaced by another declaration while away
         vhost.create_exchange(name, decl)
 
-    def _sync_binding(self, present: bool, effect: Effect) -> None:
-        vhost = self._broker.vhosts.get(effect["vhost"])
+    def _sync_binding(self, present: bool, record: BindingRecord) -> None:
+        vhost = self._broker.vhosts.get(record.vhost)
         if vhost is None:
             return
-        source = vhost.exchanges.get(effect["source"])
+        source = vhost.exchanges.get(record.source)
         if source is None:
             return
-        binding = binding_of(effect)
+        binding = binding_of(record)
         if present:
             if vhost.has_destination(binding.destination_kind, binding.destination):
                 source.add_binding(binding)
@@ -266,33 +279,33 @@ class BrokerMirror:
             if local is not None:
                 vhost.delete_queue(name)
             return
-        if record["home_node"] != self._node:
+        if record.home_node != self._node:
             if local is not None:
                 vhost.delete_queue(name)  # its home moved (the name was declared again elsewhere)
             vhost.remote_queues[name] = RemoteQueue(
-                name, vhost.name, record["home_node"], queue_decl(record), record["exclusive_owner"]
+                name, vhost.name, record.home_node, queue_decl(record), record.exclusive_owner
             )
             return
         vhost.remote_queues.pop(name, None)
         if local is not None:
             return
-        owner_tag = record["exclusive_owner"]
+        owner_tag = record.exclusive_owner
         owner = None
         if owner_tag is not None:
             owner = next((s for s in self._broker.sessions if s.owner_tag == owner_tag), None)
         gone = owner_tag is not None and (owner is None or owner.closed)
-        if gone or (not record["durable"] and record.get("home_run") != RUN_ID):
+        if gone or (not record.durable and record.home_run != RUN_ID):
             # Its connection or the node's run that declared it is over: the queue goes, as in
             # RabbitMQ, where exclusive and non-durable queues do not outlive either.
             self._metadata.submit_eventually(delete_queue(vhost.name, name, owner_tag))
             return
         queue = vhost.add_queue(
             name,
-            durable=record["durable"],
+            durable=record.durable,
             exclusive_owner=owner,
-            auto_delete=record["auto_delete"],
-            arguments=decode_arguments(record["arguments"]),
-            argument_types=dict(record.get("argument_types") or {}),
+            auto_delete=record.auto_delete,
+            arguments=decode_arguments(record.arguments),
+            argument_types=dict(record.argument_types),
         )
         if owner is not None:
             owner.exclusive_queues.add(queue.name)

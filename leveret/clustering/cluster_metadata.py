@@ -10,6 +10,7 @@ from typing import Any
 
 from cluster.errors import ClusterError
 from cluster.gossip.swim import MemberStatus
+from cluster.metadata.schema import Command
 from cluster.service import ClusterService
 from leveret.metadata import MetadataUnavailable
 from leveret.names import RUN_ID
@@ -25,7 +26,7 @@ class ClusterMetadata:
 
     def __init__(self, service: ClusterService) -> None:
         self._service = service
-        self._eventual: deque[dict[str, Any]] = deque()
+        self._eventual: deque[Command] = deque()
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -47,7 +48,7 @@ class ClusterMetadata:
                 running[name] = view.report.run
         return running
 
-    async def submit(self, command: dict[str, Any]) -> dict[str, Any]:
+    async def submit(self, command: Command) -> dict[str, Any]:
         try:
             return await self._service.submit(command)
         except ClusterError as error:
@@ -60,7 +61,7 @@ class ClusterMetadata:
     def wait_applied(self, index: int) -> Awaitable[None]:
         return self._service.wait_applied(index)
 
-    def submit_eventually(self, command: dict[str, Any]) -> None:
+    def submit_eventually(self, command: Command) -> None:
         self._eventual.append(command)
         self._wakeup.set()
         if self._task is None:
@@ -84,7 +85,7 @@ class ClusterMetadata:
                 try:
                     await self._service.submit(command)
                 except ClusterError as error:
-                    log.info("will retry %s: %s", command.get("op"), error)
+                    log.info("will retry %s: %s", command.op, error)
                     await asyncio.sleep(_RETRY_SECONDS)
                     continue
                 self._eventual.popleft()

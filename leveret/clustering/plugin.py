@@ -16,6 +16,7 @@ from typing import Any
 
 from cluster.errors import ClusterError
 from cluster.management import ClusterManagement
+from cluster.metadata.schema import Batch, DeleteExchange
 from cluster.secret import SecretError
 from cluster.service import ClusterService
 from cluster.settings import ClusterSettings
@@ -143,13 +144,13 @@ class ClusterPlugin:
         if self.service.status().voters != (self.service.name,):
             return
         state = self.service.metadata
-        transient = [
-            {"op": "delete_exchange", "vhost": record["vhost"], "name": record["name"]}
+        transient = tuple(
+            DeleteExchange(vhost=record.vhost, name=record.name)
             for record in state.exchanges()
-            if not record["durable"]
-        ]
+            if not record.durable
+        )
         if transient:
-            await self.service.submit({"op": "batch", "commands": transient})
+            await self.service.submit(Batch(commands=transient))
 
     def _write_marker(self) -> None:
         self._marker.parent.mkdir(parents=True, exist_ok=True)

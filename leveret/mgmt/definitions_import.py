@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cluster.metadata.schema import AddVhost, SetGlobalParameter
+
 from .. import declare_rules as rules
 from .. import metadata_commands as commands
 from ..amqp.errors import AMQPError
@@ -48,8 +50,8 @@ async def _import_access(ctx: Context, document: dict[str, Any]) -> None:
         name = str(entry["name"])
         description, tags = vhost_description_and_tags(entry)
         if name not in ctx.broker.vhosts:
-            command = {"op": "add_vhost", "name": name, "description": description or ""}
-            await metadata_writes.decide(ctx, {**command, "tags": tags or []})
+            command = AddVhost(name=name, description=description or "", tags=tuple(tags or ()))
+            await metadata_writes.decide(ctx, command)
         # An existing vhost's description and tags have no command in the store: kept here.
         metadata = ctx.state.registry.metadata(name)
         if description is not None:
@@ -67,8 +69,8 @@ async def _import_access(ctx: Context, document: dict[str, Any]) -> None:
         # Topic permissions are kept by each node (the store has no command for them yet).
         apply_topic_permission(ctx, str(topic["user"]), str(topic["vhost"]), topic)
     for parameter in items(document, "global_parameters"):
-        command = {"op": "set_global_parameter", "name": str(parameter["name"])}
-        await metadata_writes.decide(ctx, {**command, "value": parameter.get("value")})
+        setting = SetGlobalParameter(name=str(parameter["name"]), value=parameter.get("value"))
+        await metadata_writes.decide(ctx, setting)
 
 
 async def _import_policies(
@@ -79,8 +81,9 @@ async def _import_policies(
         parameter = checked_parameter(
             ctx, str(entry["component"]), vhost, str(entry["name"]), entry
         )
-        command = metadata_writes.parameter_command(parameter)
-        await metadata_writes.decide(ctx, command, _no_such_vhost(vhost))
+        await metadata_writes.decide(
+            ctx, metadata_writes.parameter_command(parameter), _no_such_vhost(vhost)
+        )
     kinds: tuple[tuple[PolicyKind, str], ...] = (
         ("policy", "policies"),
         ("operator_policy", "operator_policies"),
@@ -179,4 +182,4 @@ async def _import_bindings(
         if exchange.has_binding(binding):
             continue
         # An end deleted meanwhile by another node makes "not_found": skipped, as above.
-        await metadata_writes.decide(ctx, commands.binding_command("bind", vhost.name, binding))
+        await metadata_writes.decide(ctx, commands.bind(vhost.name, binding))

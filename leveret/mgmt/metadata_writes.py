@@ -14,6 +14,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from cluster.metadata.schema import (
+    AddVhost,
+    ClearGlobalParameter,
+    ClearOperatorPolicy,
+    ClearParameter,
+    ClearPermissions,
+    ClearPolicy,
+    DeleteUser,
+    DeleteVhost,
+    PutUser,
+    SetGlobalParameter,
+    SetOperatorPolicy,
+    SetParameter,
+    SetPermissions,
+    SetPolicy,
+)
+
 from .. import declare_rules as rules
 from .. import metadata_commands as commands
 from ..amqp.errors import AMQPError, precondition_failed
@@ -48,7 +65,7 @@ async def decide(ctx: Context, command: Command, refused: ApiError | None = None
     """
     outcome = await ctx.broker.metadata.submit(command)
     if outcome.get("status") == "error":
-        log.warning("the cluster refused %s: %s", command.get("op"), outcome.get("reason"))
+        log.warning("the cluster refused %s: %s", command.op, outcome.get("reason"))
         raise refused if refused is not None else bad_request(str(outcome.get("reason")))
     return outcome
 
@@ -73,14 +90,12 @@ def _deleted_or_404(outcome: Outcome) -> Reply:
 async def put_vhost(ctx: Context, name: str, change: VhostChange) -> Reply:
     created = False
     if name not in ctx.broker.vhosts:
-        command: Command = {
-            "op": "add_vhost",
-            "name": name,
-            "description": change.description or "",
-            "tags": change.tags or [],
-        }
-        if change.default_queue_type is not None:
-            command["default_queue_type"] = change.default_queue_type
+        command = AddVhost(
+            name=name,
+            description=change.description or "",
+            tags=tuple(change.tags or ()),
+            default_queue_type=change.default_queue_type,
+        )
         created = (await decide(ctx, command))["status"] == "created"
         if created:
             # As RabbitMQ does, whoever creates a vhost may use it at once.
@@ -98,22 +113,21 @@ async def put_vhost(ctx: Context, name: str, change: VhostChange) -> Reply:
 
 
 async def delete_vhost(ctx: Context, name: str) -> Reply:
-    return _deleted_or_404(await decide(ctx, {"op": "delete_vhost", "name": name}))
+    return _deleted_or_404(await decide(ctx, DeleteVhost(name=name)))
 
 
 async def put_user(ctx: Context, name: str, change: UserChange) -> Reply:
     existing = ctx.broker.users.get(name)
-    command: Command = {
-        "op": "put_user",
-        "name": name,
-        "password_hash": new_password_hash(existing, change.password, change.password_hash),
-        "tags": list(change.tags),
-    }
+    command = PutUser(
+        name=name,
+        password_hash=new_password_hash(existing, change.password, change.password_hash),
+        tags=tuple(change.tags),
+    )
     return created_or_updated((await decide(ctx, command))["status"] == "created")
 
 
 async def delete_user(ctx: Context, name: str) -> Reply:
-    reply = _deleted_or_404(await decide(ctx, {"op": "delete_user", "name": name}))
+    reply = _deleted_or_404(await decide(ctx, DeleteUser(name=name)))
     ctx.state.registry.forget_user(name)
     return reply
 
@@ -121,20 +135,19 @@ async def delete_user(ctx: Context, name: str) -> Reply:
 async def delete_users(ctx: Context, names: list[str]) -> Reply:
     """Bulk delete: users another node deleted meanwhile count as deleted."""
     for name in names:
-        await decide(ctx, {"op": "delete_user", "name": name})
+        await decide(ctx, DeleteUser(name=name))
         ctx.state.registry.forget_user(name)
     return Reply(NO_CONTENT)
 
 
-def permissions_command(user: str, vhost: str, permission: Permission) -> Command:
-    return {
-        "op": "set_permissions",
-        "user": user,
-        "vhost": vhost,
-        "configure": permission.configure,
-        "write": permission.write,
-        "read": permission.read,
-    }
+def permissions_command(user: str, vhost: str, permission: Permission) -> SetPermissions:
+    return SetPermissions(
+        user=user,
+        vhost=vhost,
+        configure=permission.configure,
+        write=permission.write,
+        read=permission.read,
+    )
 
 
 async def set_permissions(ctx: Context, user: str, vhost: str, permission: Permission) -> Reply:
@@ -145,7 +158,7 @@ async def set_permissions(ctx: Context, user: str, vhost: str, permission: Permi
 
 
 async def clear_permissions(ctx: Context, user: str, vhost: str) -> Reply:
-    command = {"op": "clear_permissions", "user": user, "vhost": vhost}
+    command = ClearPermissions(user=user, vhost=vhost)
     return _deleted_or_404(await decide(ctx, command))
 
 
@@ -156,17 +169,16 @@ def _vhost_not_found() -> ApiError:
     return ApiError(404, "not_found", "vhost_not_found")
 
 
-def policy_command(kind: PolicyKind, policy: Policy) -> Command:
-    # The store's commands are set_policy and set_operator_policy, as the kinds are named.
-    return {
-        "op": f"set_{kind}",
-        "vhost": policy.vhost,
-        "name": policy.name,
-        "pattern": policy.pattern,
-        "apply_to": policy.apply_to,
-        "definition": policy.definition,
-        "priority": policy.priority,
-    }
+def policy_command(kind: PolicyKind, policy: Policy) -> SetPolicy | SetOperatorPolicy:
+    command = SetPolicy if kind == "policy" else SetOperatorPolicy
+    return command(
+        vhost=policy.vhost,
+        name=policy.name,
+        pattern=policy.pattern,
+        apply_to=policy.apply_to,
+        definition=policy.definition,
+        priority=policy.priority,
+    )
 
 
 async def set_policy(ctx: Context, kind: PolicyKind, policy: Policy) -> Reply:
@@ -175,18 +187,18 @@ async def set_policy(ctx: Context, kind: PolicyKind, policy: Policy) -> Reply:
 
 
 async def clear_policy(ctx: Context, kind: PolicyKind, vhost: str, name: str) -> Reply:
-    command = {"op": f"clear_{kind}", "vhost": vhost, "name": name}
+    clear = ClearPolicy if kind == "policy" else ClearOperatorPolicy
+    command = clear(vhost=vhost, name=name)
     return _deleted_or_404(await decide(ctx, command))
 
 
-def parameter_command(parameter: Parameter) -> Command:
-    return {
-        "op": "set_parameter",
-        "component": parameter.component,
-        "vhost": parameter.vhost,
-        "name": parameter.name,
-        "value": parameter.value,
-    }
+def parameter_command(parameter: Parameter) -> SetParameter:
+    return SetParameter(
+        component=parameter.component,
+        vhost=parameter.vhost,
+        name=parameter.name,
+        value=parameter.value,
+    )
 
 
 async def set_parameter(ctx: Context, parameter: Parameter) -> Reply:
@@ -195,17 +207,17 @@ async def set_parameter(ctx: Context, parameter: Parameter) -> Reply:
 
 
 async def clear_parameter(ctx: Context, component: str, vhost: str, name: str) -> Reply:
-    command = {"op": "clear_parameter", "component": component, "vhost": vhost, "name": name}
+    command = ClearParameter(component=component, vhost=vhost, name=name)
     return _deleted_or_404(await decide(ctx, command))
 
 
 async def set_global_parameter(ctx: Context, name: str, value: Any) -> Reply:
-    outcome = await decide(ctx, {"op": "set_global_parameter", "name": name, "value": value})
+    outcome = await decide(ctx, SetGlobalParameter(name=name, value=value))
     return created_or_updated(outcome["status"] == "created")
 
 
 async def clear_global_parameter(ctx: Context, name: str) -> Reply:
-    return _deleted_or_404(await decide(ctx, {"op": "clear_global_parameter", "name": name}))
+    return _deleted_or_404(await decide(ctx, ClearGlobalParameter(name=name)))
 
 
 # --- exchanges, queues, bindings -----------------------------------------------------------------
@@ -239,7 +251,7 @@ async def declare_exchange(
     outcome = await decide(ctx, commands.declare_exchange(vhost.name, name, requested))
     if outcome["status"] != "created":
         # Another node's declaration won: this one must be equivalent to it.
-        existing = commands.exchange_decl(outcome["exchange"])
+        existing = commands.exchange_decl(commands.replied_exchange(outcome))
         with amqp_refusals():
             rules.check_exchange_equivalence(name, existing, requested, vhost.name)
         return created_or_updated(False)
@@ -321,10 +333,10 @@ async def declare_queue(
     if outcome["status"] == "created":
         return created_or_updated(True)
     # Another node's declaration won: this one must be equivalent to it.
-    record = outcome["queue"]
+    record = commands.replied_queue(outcome)
     with amqp_refusals():
         check_queue_declare(
-            vhost, name, requested, commands.queue_decl(record), record["exclusive_owner"]
+            vhost, name, requested, commands.queue_decl(record), record.exclusive_owner
         )
     return created_or_updated(False)
 
@@ -382,7 +394,7 @@ async def bind(
         exchange.validate_binding(binding, method)
     if exchange.has_binding(binding):
         return created
-    outcome = await decide(ctx, commands.binding_command("bind", vhost.name, binding))
+    outcome = await decide(ctx, commands.bind(vhost.name, binding))
     if outcome["status"] == "not_found":
         # An end was deleted meanwhile, by another node.
         missing = outcome.get("missing")
@@ -396,5 +408,5 @@ async def unbind(
     """Remove a binding; one removed meanwhile is removed all the same."""
     with amqp_refusals():
         rules.check_unbind(binding.source, binding.destination, binding.destination_kind, method)
-    await decide(ctx, commands.binding_command("unbind", vhost.name, binding))
+    await decide(ctx, commands.unbind(vhost.name, binding))
     return Reply(NO_CONTENT)

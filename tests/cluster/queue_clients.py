@@ -6,8 +6,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from cluster.metadata import MetadataState, encode_command
+from cluster.metadata import MetadataState
 from cluster.metadata.linearizability import Operation
+from cluster.metadata.schema import (
+    AddVhost,
+    CommandError,
+    QueueRecord,
+    canonical,
+    command_from_json,
+)
 from cluster.raft import Entry, RaftConfig, ReadState
 from tests.cluster.sim import Activity, Faults, Simulation
 
@@ -21,12 +28,16 @@ class MetadataMachine:
         if state is None:
             state = MetadataState()
             # Every node starts from the same genesis state, as a fresh cluster would.
-            state.apply({"op": "add_vhost", "name": VHOST})
+            state.apply(AddVhost(name=VHOST))
         self.state = state
 
     def apply_command(self, data: bytes) -> object:
         envelope = json.loads(data)
-        reply, _effects = self.state.apply(envelope["command"])
+        try:
+            command = command_from_json(envelope["command"])
+        except CommandError as error:
+            return envelope["request"], {"status": "error", "reason": str(error)}
+        reply, _effects = self.state.apply(command)
         return envelope["request"], reply
 
     def snapshot_bytes(self) -> bytes:
@@ -49,9 +60,9 @@ class _Pending:
     read_index: int | None = None
 
 
-def queue_properties(record: dict[str, object] | None) -> tuple[object, ...] | None:
+def queue_properties(record: QueueRecord | None) -> tuple[object, ...] | None:
     """What the linearizability model compares of a queue record."""
-    return None if record is None else ("durable", record["durable"])
+    return None if record is None else ("durable", record.durable)
 
 
 class QueueClients:
@@ -162,7 +173,7 @@ class QueueClients:
             elif not sim.read_index(node, request.encode()):
                 self._refused(pending)
             return
-        data = encode_command({"request": request, "command": command})
+        data = canonical({"request": request, "command": command}).encode()
         if sim.propose(node, data) is None and client in self._pending:
             self._refused(pending)
 

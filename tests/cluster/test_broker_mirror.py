@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from cluster.metadata import MetadataState
+from cluster.metadata.schema import AddVhost, Command
 from leveret import declare_rules as rules
 from leveret.broker import Broker
 from leveret.clustering.broker_mirror import BrokerMirror
@@ -30,18 +31,18 @@ class InProcessStore:
     def __init__(self) -> None:
         self.state = MetadataState()
         self.mirror: BrokerMirror | None = None
-        self.eventually: list[dict[str, Any]] = []
+        self.eventually: list[Command] = []
 
-    def commit(self, command: dict[str, Any]) -> dict[str, Any]:
+    def commit(self, command: Command) -> dict[str, Any]:
         reply, effects = self.state.apply(command)
         assert self.mirror is not None
         self.mirror.apply(effects)
         return reply
 
-    async def submit(self, command: dict[str, Any]) -> dict[str, Any]:
+    async def submit(self, command: Command) -> dict[str, Any]:
         return self.commit(command)
 
-    def submit_eventually(self, command: dict[str, Any]) -> None:
+    def submit_eventually(self, command: Command) -> None:
         self.eventually.append(command)
 
 
@@ -52,7 +53,7 @@ def mirrored() -> Iterator[tuple[Broker, InProcessStore, BrokerMirror]]:
     broker.use_metadata(store)
     mirror = BrokerMirror(broker, store, lambda: store.state)
     store.mirror = mirror
-    store.commit({"op": "add_vhost", "name": "/"})
+    store.commit(AddVhost(name="/"))
     yield broker, store, mirror
 
 

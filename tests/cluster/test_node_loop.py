@@ -57,14 +57,14 @@ def test_proposals_are_applied_snapshotted_and_recovered(tmp_path: Path) -> None
         loop, machine = start_loop(tmp_path)
         await wait_leader(loop)
         await loop.wait_applied(loop.raft.commit_index)
-        names = [record["name"] for record in machine.state.vhosts()]
+        names = [record.name for record in machine.state.vhosts()]
         parameters = machine.state.global_parameter("p59")
         await loop.stop()
         return [names, parameters]
 
     names, parameter = asyncio.run(second_life())
     assert names == ["/"]
-    assert parameter is not None and parameter["value"] == 59
+    assert parameter is not None and parameter.value == 59
 
 
 def test_a_read_index_is_confirmed_and_waits_for_apply(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from cluster.errors import ClusterUnavailable, NoQuorum
 from cluster.gossip import SwimConfig
+from cluster.metadata.schema import AddVhost, DeclareQueue
 from cluster.node_loop import LoopSettings
 from cluster.raft import Role
 from cluster.remote import PeerUnreachable, Remote
@@ -88,15 +89,17 @@ def leader_of(nodes: list[ClusterService]) -> ClusterService:
 def test_a_command_submitted_anywhere_is_read_everywhere(tmp_path: Path) -> None:
     async def scenario(nodes: list[ClusterService]) -> None:
         follower = next(node for node in nodes if node.status().role != "leader")
-        reply = await follower.submit({"op": "add_vhost", "name": "v"})
+        reply = await follower.submit(AddVhost(name="v"))
         assert reply["status"] == "created"
-        again = await nodes[2].submit({"op": "add_vhost", "name": "v"})
+        again = await nodes[2].submit(AddVhost(name="v"))
         assert again["status"] == "exists"
         for node in nodes:
             await node.read_barrier()
             assert node.metadata.vhost("v") is not None
-        refused = await follower.submit({"op": "no_such_op"})
-        assert refused["status"] == "error"
+        refused = await follower.submit(
+            DeclareQueue(vhost="missing", name="q", exclusive_owner=None, home_node="n")
+        )
+        assert (refused["status"], refused["reason"]) == ("error", "no such vhost 'missing'")
         statuses = [node.status() for node in nodes]
         assert len({status.leader for status in statuses}) == 1
         assert all(sorted(status.members) == ["a", "b", "c"] for status in statuses)
@@ -111,7 +114,7 @@ def test_without_a_majority_a_change_fails_with_no_quorum(tmp_path: Path) -> Non
             await node.stop()
         await wait_until(lambda: survivor.status().role != "leader", 5)
         with pytest.raises(NoQuorum) as refused:
-            await survivor.submit({"op": "add_vhost", "name": "lonely"}, timeout=1.0)
+            await survivor.submit(AddVhost(name="lonely"), timeout=1.0)
         text = str(refused.value)
         assert "no quorum" in text and "reaches 1 of 3 members" in text and "2 are needed" in text
         with pytest.raises(NoQuorum):
@@ -135,7 +138,7 @@ def test_a_stopping_leader_hands_leadership_over(tmp_path: Path) -> None:
             lambda: next((n for n in others if n.status().role == "leader"), None), 1.0
         )
         assert new.status().term == term + 1
-        assert (await new.submit({"op": "add_vhost", "name": "after"}))["status"] == "created"
+        assert (await new.submit(AddVhost(name="after")))["status"] == "created"
 
     run(tmp_path, scenario)
 
@@ -149,8 +152,8 @@ def test_a_forgotten_node_is_out_and_cannot_disturb(tmp_path: Path) -> None:
         await wait_until(lambda: all(gone.name not in node.status().voters for node in rest))
         await wait_until(lambda: all(gone.name not in node.status().members for node in rest))
         with pytest.raises(ClusterUnavailable):
-            await gone.submit({"op": "add_vhost", "name": "outside"}, timeout=1.0)
-        assert (await rest[0].submit({"op": "add_vhost", "name": "inside"}))["status"] == "created"
+            await gone.submit(AddVhost(name="outside"), timeout=1.0)
+        assert (await rest[0].submit(AddVhost(name="inside")))["status"] == "created"
         with pytest.raises(ClusterUnavailable, match="not in the cluster"):
             await rest[1].forget_node(gone.name)
         term = leader.status().term
@@ -210,7 +213,7 @@ def test_nodes_can_talk_over_mutual_tls(tmp_path: Path) -> None:
         await joiner.start()
         try:
             await wait_until(lambda: len(joiner.status().voters) == 2)
-            assert (await joiner.submit({"op": "add_vhost", "name": "tls"}))["status"] == "created"
+            assert (await joiner.submit(AddVhost(name="tls")))["status"] == "created"
             plain = PeerChannels(CallSigner(SECRET, "plain-tool", ""))
             with pytest.raises(PeerUnreachable):
                 await Remote(plain).read_index(seed.address, 1.0)
@@ -229,9 +232,11 @@ def test_a_new_node_catches_up_from_a_snapshot(tmp_path: Path) -> None:
         seed = make(tmp_path, "a", loop=compacting)
         await seed.start()
         await wait_until(lambda: seed.status().leader == "a")
-        await seed.submit({"op": "add_vhost", "name": "v"})
+        await seed.submit(AddVhost(name="v"))
         for number in range(60):
-            command = {"op": "declare_queue", "vhost": "v", "name": f"q{number}", "home_node": "a"}
+            command = DeclareQueue(
+                vhost="v", name=f"q{number}", exclusive_owner=None, home_node="a"
+            )
             await seed.submit(command)
         assert (tmp_path / "a" / "cluster" / "raft" / "raft.snapshot").exists(), "compacted"
         late = make(tmp_path, "b", join=(seed.address,), loop=compacting)

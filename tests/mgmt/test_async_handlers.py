@@ -9,13 +9,28 @@ real store are tested with the cluster.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import socket
 from collections import deque
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
+from cluster.metadata.schema import (
+    AddVhost,
+    Bind,
+    BindingRecord,
+    DeclareExchange,
+    DeclareQueue,
+    DeleteQueue,
+    ExchangeRecord,
+    SetPermissions,
+    command_json,
+    encode_command,
+    record_from_json,
+)
 from leveret.auth import check_password
 from leveret.broker import Broker, Permission
 from leveret.definitions_log import decode_arguments
@@ -24,64 +39,66 @@ from leveret.metadata_commands import binding_of, exchange_decl
 from tests.mgmt.conftest import ManagedNode
 from tests.mgmt.test_http_server import AUTH, read_responses
 
-Applier = Callable[[Broker, Command], Reply]
+Applier = Callable[[Broker, Any], Reply]
 
 
-def _add_vhost(broker: Broker, command: Command) -> Reply:
-    if command["name"] in broker.vhosts:
+def _add_vhost(broker: Broker, command: AddVhost) -> Reply:
+    if command.name in broker.vhosts:
         return {"status": "exists"}
-    broker.add_vhost(command["name"])
+    broker.add_vhost(command.name)
     return {"status": "created"}
 
 
-def _set_permissions(broker: Broker, command: Command) -> Reply:
-    permission = Permission(command["configure"], command["write"], command["read"])
-    broker.permissions[(command["user"], command["vhost"])] = permission
+def _set_permissions(broker: Broker, command: SetPermissions) -> Reply:
+    permission = Permission(command.configure, command.write, command.read)
+    broker.permissions[(command.user, command.vhost)] = permission
     return {"status": "ok"}
 
 
-def _declare_queue(broker: Broker, command: Command) -> Reply:
-    vhost = broker.vhosts[command["vhost"]]
-    if command["name"] in vhost.queues:
-        return {"status": "exists", "queue": command}
+def _declare_queue(broker: Broker, command: DeclareQueue) -> Reply:
+    vhost = broker.vhosts[command.vhost]
+    if command.name in vhost.queues:
+        return {"status": "exists", "queue": command_json(command)}
     vhost.add_queue(
-        command["name"],
-        durable=command["durable"],
+        command.name,
+        durable=command.durable,
         exclusive_owner=None,
-        auto_delete=command["auto_delete"],
-        arguments=decode_arguments(command["arguments"]),
-        argument_types=command["argument_types"],
+        auto_delete=command.auto_delete,
+        arguments=decode_arguments(command.arguments),
+        argument_types=command.argument_types,
     )
-    return {"status": "created", "queue": command}
+    return {"status": "created", "queue": command_json(command)}
 
 
-def _delete_queue(broker: Broker, command: Command) -> Reply:
-    vhost = broker.vhosts[command["vhost"]]
-    if command["name"] not in vhost.queues:
+def _delete_queue(broker: Broker, command: DeleteQueue) -> Reply:
+    vhost = broker.vhosts[command.vhost]
+    if command.name not in vhost.queues:
         return {"status": "not_found"}
-    vhost.delete_queue(command["name"])
+    vhost.delete_queue(command.name)
     return {"status": "deleted"}
 
 
-def _declare_exchange(broker: Broker, command: Command) -> Reply:
-    vhost = broker.vhosts[command["vhost"]]
-    vhost.create_exchange(command["name"], exchange_decl(command))
-    return {"status": "created", "exchange": command}
+def _declare_exchange(broker: Broker, command: DeclareExchange) -> Reply:
+    vhost = broker.vhosts[command.vhost]
+    exchange = record_from_json(ExchangeRecord, command_json(command))
+    vhost.create_exchange(command.name, exchange_decl(exchange))
+    return {"status": "created", "exchange": command_json(command)}
 
 
-def _bind(broker: Broker, command: Command) -> Reply:
-    vhost = broker.vhosts[command["vhost"]]
-    vhost.exchanges[command["source"]].add_binding(binding_of(command))
+def _bind(broker: Broker, command: Bind) -> Reply:
+    vhost = broker.vhosts[command.vhost]
+    binding = record_from_json(BindingRecord, command_json(command))
+    vhost.exchanges[command.source].add_binding(binding_of(binding))
     return {"status": "created"}
 
 
-APPLIERS: dict[str, Applier] = {
-    "add_vhost": _add_vhost,
-    "set_permissions": _set_permissions,
-    "declare_queue": _declare_queue,
-    "delete_queue": _delete_queue,
-    "declare_exchange": _declare_exchange,
-    "bind": _bind,
+APPLIERS: dict[type, Applier] = {
+    AddVhost: _add_vhost,
+    SetPermissions: _set_permissions,
+    DeclareQueue: _declare_queue,
+    DeleteQueue: _delete_queue,
+    DeclareExchange: _declare_exchange,
+    Bind: _bind,
 }
 
 
@@ -92,25 +109,26 @@ class FakeSharedStore:
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        self.commands: list[Command] = []
+        # What was submitted, as the log would hold it.
+        self.commands: list[dict[str, Any]] = []
         # Answered instead of applying the next commands, oldest first.
         self.outcomes: deque[Reply] = deque()
         self.failure: Exception | None = None
 
     async def submit(self, command: Command) -> Reply:
-        self.commands.append(command)
+        self.commands.append(json.loads(encode_command(command)))
         await asyncio.sleep(0)  # the reply is awaited, as a real decision is
         if self.failure is not None:
             raise self.failure
         if self.outcomes:
             return self.outcomes.popleft()
-        applier = APPLIERS.get(command["op"])
+        applier = APPLIERS.get(type(command))
         # Commands without an applier are "decided" and change nothing: the handler must not
         # have changed the model either.
         return applier(self.broker, command) if applier is not None else {"status": "created"}
 
     def submit_eventually(self, command: Command) -> None:
-        self.commands.append(command)
+        self.commands.append(json.loads(encode_command(command)))
 
     def ops(self) -> list[str]:
         return [command["op"] for command in self.commands]

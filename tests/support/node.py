@@ -11,6 +11,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
+from cluster.metadata.schema import PutUser, SetPermissions
 from leveret.auth import hash_password
 from leveret.clustering.plugin import ClusterPlugin
 from leveret.config import Config
@@ -71,15 +72,8 @@ class InProcessNode:
         API would make it: decided by the node's metadata store."""
         configure, write, read = permissions
         for command in (
-            {"op": "put_user", "name": name, "password_hash": hash_password(password), "tags": []},
-            {
-                "op": "set_permissions",
-                "user": name,
-                "vhost": "/",
-                "configure": configure,
-                "write": write,
-                "read": read,
-            },
+            PutUser(name=name, password_hash=hash_password(password)),
+            SetPermissions(user=name, vhost="/", configure=configure, write=write, read=read),
         ):
             self._submit(self.broker.metadata.submit(command)).result(10)
 
