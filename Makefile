@@ -36,12 +36,12 @@ bench-cluster: venv
 bench-federation: venv
 	$(PY) -m bench.federation --write
 
-LINTED := leveret cluster federation tests bench
+LINTED := leveret cluster federation tests bench proto/metadata_schema.py
 
 lint: venv
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
-	$(VENV)/bin/mypy leveret cluster federation
+	$(VENV)/bin/mypy leveret cluster federation proto/metadata_schema.py
 
 # Image size and startup, and the Helm chart's pods run on Docker (formation, rolling restart).
 bench-containers: venv

@@ -44,10 +44,10 @@ import pika
 
 from bench.brokers import running_rabbitmq
 from bench.sections import RESULTS, marks, replace_section, section_inside
-from cluster.metadata import encode_command
 from cluster.remote import Remote
 from cluster.secret import CallSigner
 from cluster.transport import PeerChannels
+from proto.metadata_schema import AddVhost, DeclareQueue, SetGlobalParameter, encode_command
 from tests.support.rabbitmq_cluster import start_rabbitmq_cluster
 
 REPO = Path(__file__).resolve().parents[1]
@@ -208,7 +208,7 @@ def tool_channels() -> PeerChannels:
 async def submit_many(address: str, first: int, count: int, concurrency: int) -> Load:
     channels = tool_channels()
     remote = Remote(channels)
-    await remote.submit(address, encode_command({"op": "add_vhost", "name": VHOST}), 10)
+    await remote.submit(address, encode_command(AddVhost(name=VHOST)), 10)
     next_number = first
     latencies: list[float] = []
 
@@ -217,13 +217,13 @@ async def submit_many(address: str, first: int, count: int, concurrency: int) ->
         while next_number < first + count:
             number = next_number
             next_number += 1
-            command = {
-                "op": "declare_queue",
-                "vhost": VHOST,
-                "name": f"q{number}",
-                "durable": True,
-                "home_node": "b1@localhost",
-            }
+            command = DeclareQueue(
+                vhost=VHOST,
+                name=f"q{number}",
+                durable=True,
+                exclusive_owner=None,
+                home_node="b1@localhost",
+            )
             started = time.perf_counter()
             reply = await remote.submit(address, encode_command(command), 30)
             latencies.append(time.perf_counter() - started)
@@ -265,7 +265,7 @@ async def first_write_after(nodes: list[BenchNode], started: float) -> float:
         while time.perf_counter() - started < 30:
             for node in nodes:
                 number += 1
-                command = {"op": "set_global_parameter", "name": "failover-probe", "value": number}
+                command = SetGlobalParameter(name="failover-probe", value=number)
                 try:
                     await remote.submit(node.address, encode_command(command), 0.5)
                 except Exception:  # noqa: BLE001 - no leader yet: try again

@@ -13,11 +13,11 @@ from typing import Any
 from cluster.address_book import AddressBook
 from cluster.errors import ClusterUnavailable, NoQuorum, NotLeaderHere, ProposalLost
 from cluster.metadata import encode_command
-from cluster.metadata.schema import AddMember
 from cluster.metadata_machine import MetadataMachine
 from cluster.node_loop import RaftLoop, ReadAborted
 from cluster.raft import ConfOp, NotLeader, ProposalRejected, Role
 from cluster.remote import Membership
+from proto.metadata_schema import AddMember
 
 # How often a proposal refused for now (a transfer or a membership change under way) is retried.
 _RETRY_SECONDS = 0.05

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 from cluster.gossip import LinkReport, MemberStatus
-from cluster.metadata.schema import CommandError, command_from_json
 from cluster.metadata.tables import KEY_FIELDS
 from cluster.service import ClusterService
 from cluster.status import cluster_status_report
 from cluster.tickets import Tickets
+from proto.metadata_schema import CommandError, command_from_json
 
 
 class ClusterManagement:

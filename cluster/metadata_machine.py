@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from cluster.metadata import CommandError, MetadataState, decode_command
-from cluster.metadata.schema import Effect
 from cluster.raft import Entry, EntryKind, Snapshot, decode_conf_change
+from proto.metadata_schema import Effect
 
 log = logging.getLogger(__name__)
 

@@ -13,12 +13,12 @@ import grpc
 from cluster.errors import ClusterError, ClusterUnavailable, NotLeaderHere, OutcomeUnknown
 from cluster.gossip.driver import GossipDriver
 from cluster.metadata import CommandError, decode_command
-from cluster.metadata.schema import Command
 from cluster.raft_wire import MalformedBatch
 from cluster.remote import Membership
 from cluster.secret import Caller
 from cluster.transport import caller_of
 from proto import cluster_pb2, cluster_pb2_grpc, gossip_pb2, raft_pb2
+from proto.metadata_schema import Command
 
 log = logging.getLogger(__name__)
 

@@ -21,15 +21,6 @@ from cluster.gossip.driver import GossipDriver, ReportSource
 from cluster.joining import RemovedFromCluster, join_through_seeds
 from cluster.leader import LeaderOps
 from cluster.metadata import MetadataState, encode_command
-from cluster.metadata.schema import (
-    AddMember,
-    Command,
-    Effect,
-    MemberAdded,
-    MemberRecord,
-    MemberRemoved,
-    RemoveMember,
-)
 from cluster.metadata_machine import EffectListener, MetadataMachine
 from cluster.node_loop import RaftLoop
 from cluster.raft import ConfOp, FileStorage, RaftError, RaftNode, Role, StorageState
@@ -41,6 +32,15 @@ from cluster.settings import ClusterSettings
 from cluster.status import ClusterStatus
 from cluster.transport import PeerChannels, RaftStreams, ServiceInstaller, start_server
 from proto import raft_pb2
+from proto.metadata_schema import (
+    AddMember,
+    Command,
+    Effect,
+    MemberAdded,
+    MemberRecord,
+    MemberRemoved,
+    RemoveMember,
+)
 
 log = logging.getLogger(__name__)
 

@@ -5,12 +5,12 @@ A node never changes its definitions itself: it submits each change as a command
 committed commands to every node's model, the submitting node's included, before the submit
 returns.
 
-Commands are the store's own vocabulary, the frozen dataclasses of cluster.metadata.schema
-(AddVhost, DeclareQueue, Bind, SetPolicy, ...). That module imports only the standard library
-and is the one part of the cluster layer the core uses, so that whoever makes a command and
-whoever applies it agree on its fields. Replies are JSON objects with a "status" ("created",
-"exists", "conflict", "deleted", "not_found", "in_use", "locked", "ok", "updated", or "error"
-with a "reason").
+Commands are the store's own vocabulary, the frozen dataclasses of proto.metadata_schema
+(AddVhost, DeclareQueue, Bind, SetPolicy, ...): a node-to-node contract (they travel in the
+Raft log) that the core, which makes them, and the cluster layer, which applies them, both
+import, so that they agree on every field while neither imports the other. Replies are JSON
+objects with a "status" ("created", "exists", "conflict", "deleted", "not_found", "in_use",
+"locked", "ok", "updated", or "error" with a "reason").
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any, Protocol
 
-from cluster.metadata.schema import Command
+from proto.metadata_schema import Command
 
 Reply = dict[str, Any]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cluster.metadata.schema import (
+from proto.metadata_schema import (
     Bind,
     BindingRecord,
     DeclareExchange,

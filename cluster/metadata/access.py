@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from cluster.metadata.exchanges import remove_bindings
 from cluster.metadata.replies import Handlers, Reply, reply
-from cluster.metadata.schema import (
+from cluster.metadata.tables import Tables
+from proto.metadata_schema import (
     AddVhost,
     ClearPermissions,
     CommandError,
@@ -25,7 +26,6 @@ from cluster.metadata.schema import (
     VhostRecord,
     record_json,
 )
-from cluster.metadata.tables import Tables
 
 # The exchanges every virtual host starts with, as RabbitMQ creates them: (name, type, internal).
 STANDARD_EXCHANGES: tuple[tuple[str, str, bool], ...] = (

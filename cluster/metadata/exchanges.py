@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cluster.metadata.replies import Handlers, Reply, reply
-from cluster.metadata.schema import (
+from cluster.metadata.tables import Tables, key_of
+from proto.metadata_schema import (
     Bind,
     BindingCreated,
     BindingDeleted,
@@ -21,7 +22,6 @@ from cluster.metadata.schema import (
     canonical,
     record_json,
 )
-from cluster.metadata.tables import Tables, key_of
 
 # The properties whose difference makes a redeclaration inequivalent, in RabbitMQ's order.
 _EXCHANGE_PROPERTIES = ("type", "durable", "auto_delete", "internal", "arguments")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from cluster.metadata.replies import Handlers, Reply, reply
-from cluster.metadata.schema import (
+from cluster.metadata.tables import Tables
+from proto.metadata_schema import (
     AddMember,
     Effect,
     MemberAdded,
@@ -11,7 +12,6 @@ from cluster.metadata.schema import (
     MemberRemoved,
     RemoveMember,
 )
-from cluster.metadata.tables import Tables
 
 
 def add_member(tables: Tables, command: AddMember) -> tuple[Reply, list[Effect]]:

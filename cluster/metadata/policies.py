@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from cluster.metadata.replies import Handlers, Reply, reply
-from cluster.metadata.schema import (
+from cluster.metadata.tables import Tables
+from proto.metadata_schema import (
     ClearGlobalParameter,
     ClearOperatorPolicy,
     ClearParameter,
@@ -24,7 +25,6 @@ from cluster.metadata.schema import (
     SetParameter,
     SetPolicy,
 )
-from cluster.metadata.tables import Tables
 
 _APPLY_TO = ("queues", "exchanges", "all", "classic_queues", "quorum_queues", "streams")
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from cluster.metadata.exchanges import remove_bindings
 from cluster.metadata.replies import Handlers, Reply, reply
-from cluster.metadata.schema import (
+from cluster.metadata.tables import Tables
+from proto.metadata_schema import (
     CommandError,
     DeclareQueue,
     DeleteQueue,
@@ -15,7 +16,6 @@ from cluster.metadata.schema import (
     canonical,
     record_json,
 )
-from cluster.metadata.tables import Tables
 
 # The x-arguments whose values must match on redeclaration, in RabbitMQ's order (the same list
 # as leveret.declare_rules.CLASSIC_QUEUE_ARGUMENTS); other arguments may differ.

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cluster.metadata.schema import Command, Effect
     from cluster.metadata.tables import Tables
+    from proto.metadata_schema import Command, Effect
 
 Reply = dict[str, Any]
 

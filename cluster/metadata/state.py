@@ -7,7 +7,8 @@ from typing import TypeVar
 
 from cluster.metadata import access, exchanges, members, policies, queues
 from cluster.metadata.replies import Handlers, Reply, reply
-from cluster.metadata.schema import (
+from cluster.metadata.tables import Key, Tables
+from proto.metadata_schema import (
     Batch,
     BindingRecord,
     Command,
@@ -25,7 +26,6 @@ from cluster.metadata.schema import (
     UserRecord,
     VhostRecord,
 )
-from cluster.metadata.tables import Key, Tables
 
 R = TypeVar("R", bound=Record)
 V = TypeVar(

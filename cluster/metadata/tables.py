@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from cluster.metadata.schema import (
+from proto.metadata_schema import (
     BindingRecord,
     ExchangeRecord,
     GlobalParameterRecord,

@@ -12,7 +12,17 @@ import logging
 from collections.abc import Callable
 
 from cluster.metadata import MetadataState
-from cluster.metadata.schema import (
+from leveret.auth import User
+from leveret.broker import Broker, Permission
+from leveret.definitions_log import decode_arguments
+from leveret.definitions_registry import Parameter, Policy
+from leveret.metadata import MetadataStore
+from leveret.metadata_commands import binding_of, delete_queue, exchange_decl, queue_decl
+from leveret.mgmt.broker_ops import delete_vhost
+from leveret.names import RUN_ID
+from leveret.queues.remote import RemoteQueue
+from leveret.vhost import VirtualHost
+from proto.metadata_schema import (
     BindingCreated,
     BindingDeleted,
     BindingRecord,
@@ -31,16 +41,6 @@ from cluster.metadata.schema import (
     VhostAdded,
     VhostDeleted,
 )
-from leveret.auth import User
-from leveret.broker import Broker, Permission
-from leveret.definitions_log import decode_arguments
-from leveret.definitions_registry import Parameter, Policy
-from leveret.metadata import MetadataStore
-from leveret.metadata_commands import binding_of, delete_queue, exchange_decl, queue_decl
-from leveret.mgmt.broker_ops import delete_vhost
-from leveret.names import RUN_ID
-from leveret.queues.remote import RemoteQueue
-from leveret.vhost import VirtualHost
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ from typing import Any
 
 from cluster.errors import ClusterError
 from cluster.gossip.swim import MemberStatus
-from cluster.metadata.schema import Command
 from cluster.service import ClusterService
 from leveret.metadata import MetadataUnavailable
 from leveret.names import RUN_ID
+from proto.metadata_schema import Command
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import os
 
-from cluster.metadata.schema import (
+from proto.metadata_schema import (
     AddVhost,
     Batch,
     Bind,

@@ -16,10 +16,10 @@ from typing import Any
 
 from cluster.errors import ClusterError
 from cluster.management import ClusterManagement
-from cluster.metadata.schema import Batch, DeleteExchange
 from cluster.secret import SecretError
 from cluster.service import ClusterService
 from cluster.settings import ClusterSettings
+from proto.metadata_schema import Batch, DeleteExchange
 
 from ..definitions_log import DefinitionsLog
 from ..mgmt.cluster_link import attach_cluster, detach_cluster

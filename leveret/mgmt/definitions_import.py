@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cluster.metadata.schema import AddVhost, SetGlobalParameter
+from proto.metadata_schema import AddVhost, SetGlobalParameter
 
 from .. import declare_rules as rules
 from .. import metadata_commands as commands

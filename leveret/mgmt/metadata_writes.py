@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from cluster.metadata.schema import (
+from proto.metadata_schema import (
     AddVhost,
     ClearGlobalParameter,
     ClearOperatorPolicy,

@@ -8,14 +8,14 @@ from dataclasses import dataclass
 
 from cluster.metadata import MetadataState
 from cluster.metadata.linearizability import Operation
-from cluster.metadata.schema import (
+from cluster.raft import Entry, RaftConfig, ReadState
+from proto.metadata_schema import (
     AddVhost,
     CommandError,
     QueueRecord,
     canonical,
     command_from_json,
 )
-from cluster.raft import Entry, RaftConfig, ReadState
 from tests.cluster.sim import Activity, Faults, Simulation
 
 VHOST = "/"

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from cluster.metadata import MetadataState
-from cluster.metadata.schema import AddVhost, Command
 from leveret import declare_rules as rules
 from leveret.broker import Broker
 from leveret.clustering.broker_mirror import BrokerMirror
 from leveret.config import Config
 from leveret.metadata_commands import declare_queue
 from leveret.vhost import VirtualHost
+from proto.metadata_schema import AddVhost, Command
 
 NODE = "n1@localhost"
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from cluster.metadata import COMMANDS, CommandError, MetadataState, decode_command, encode_command
 from cluster.metadata.replies import Reply
-from cluster.metadata.schema import (
+from proto.metadata_schema import (
     AddVhost,
     Batch,
     Bind,

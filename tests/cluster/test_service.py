@@ -14,7 +14,6 @@ import pytest
 
 from cluster.errors import ClusterUnavailable, NoQuorum
 from cluster.gossip import SwimConfig
-from cluster.metadata.schema import AddVhost, DeclareQueue
 from cluster.node_loop import LoopSettings
 from cluster.raft import Role
 from cluster.remote import PeerUnreachable, Remote
@@ -22,6 +21,7 @@ from cluster.secret import CallSigner
 from cluster.service import ClusterService
 from cluster.settings import ClusterSettings
 from cluster.transport import PeerChannels, TlsFiles
+from proto.metadata_schema import AddVhost, DeclareQueue
 
 SECRET = b"in-process test secret"
 FAST_LOOP = LoopSettings(tick_seconds=0.05)

@@ -18,7 +18,12 @@ from typing import Any
 
 import pytest
 
-from cluster.metadata.schema import (
+from leveret.auth import check_password
+from leveret.broker import Broker, Permission
+from leveret.definitions_log import decode_arguments
+from leveret.metadata import Command, MetadataUnavailable, Reply
+from leveret.metadata_commands import binding_of, exchange_decl
+from proto.metadata_schema import (
     AddVhost,
     Bind,
     BindingRecord,
@@ -31,11 +36,6 @@ from cluster.metadata.schema import (
     encode_command,
     record_from_json,
 )
-from leveret.auth import check_password
-from leveret.broker import Broker, Permission
-from leveret.definitions_log import decode_arguments
-from leveret.metadata import Command, MetadataUnavailable, Reply
-from leveret.metadata_commands import binding_of, exchange_decl
 from tests.mgmt.conftest import ManagedNode
 from tests.mgmt.test_http_server import AUTH, read_responses
 

@@ -11,12 +11,12 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cluster.metadata.schema import PutUser, SetPermissions
 from leveret.auth import hash_password
 from leveret.clustering.plugin import ClusterPlugin
 from leveret.config import Config
 from leveret.server.node import Node
 from leveret.testing.process import LeveretProcess
+from proto.metadata_schema import PutUser, SetPermissions
 
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]
