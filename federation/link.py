@@ -11,7 +11,10 @@ with a willing consumer keeps messages where they are when nobody here wants the
 cancelling as soon as a consumer is prefetch-blocked keeps a slow consumer from making the link
 consume and cancel once per prefetch window (the messages it lets in are no more than a
 consuming link holds unacknowledged anyway).
-Acknowledgements go upstream in batches, after the local fsync in on-confirm mode.
+Acknowledgements go upstream in batches, after the local fsync in on-confirm mode, and while
+consuming at least as many stay outstanding upstream as messages wait here: the upstream's
+prefetch then paces the link to the local consumers, so the ready count stays under the mark
+and a slow consumer does not make the link cancel at all (no-ack mode cannot be paced).
 """
 
 from __future__ import annotations
@@ -108,6 +111,12 @@ class FederationLink:
         self._consume_arguments: dict[str, Any] = {}
         self._no_ack = upstream.ack_mode == "no-ack"
         self._on_confirm = upstream.ack_mode == "on-confirm"
+        # Acknowledgements pace the upstream (not in no-ack mode, nor without a prefetch limit).
+        self._paced = not self._no_ack and self._high_water > 0
+        self._held = False  # settled deliveries wait for the local ready count to fall
+        # Held acknowledgements go in runs of at least this many: one basic.ack per consumer
+        # acknowledgement here would make the upstream send one message at a time.
+        self._release_batch = max(1, self._high_water // 8)
         # Upstream deliveries not yet acknowledged, in delivery order: [tag, state]. They are
         # acknowledged in that order (a multiple ack covers a run of taken ones), whatever order
         # the disk confirms them in.
@@ -149,6 +158,8 @@ class FederationLink:
 
     def demand_may_have_changed(self, queue: ClassicQueue) -> None:
         # Called on every publish, delivery and acknowledgement of the queue: kept cheap.
+        if self._held and queue.message_count + self._release_batch <= len(self._unsettled):
+            self._schedule_flush()
         if self._demand.is_set():
             wanted = (
                 queue.message_count <= self._high_water
@@ -205,6 +216,7 @@ class FederationLink:
             finally:
                 self._connection = self._parked = self._consume_ok = None
                 self._to_disk = []
+                self._held = False
                 self._on_probation = None
                 self.consuming = False
                 self._unsettled.clear()
@@ -302,6 +314,7 @@ class FederationLink:
             await _first(self._no_demand.wait(), closed)
             await connection.basic_cancel(tag)
             self.consuming = False
+            self._schedule_flush()  # nothing more comes: what was held back goes now
 
     # --- messages -------------------------------------------------------------------------------
 
@@ -360,8 +373,17 @@ class FederationLink:
         ack, refused ones as nacks (they go back to the upstream queue)."""
         self._flush_scheduled = False
         unsettled, connection = self._unsettled, self._connection
+        # While consuming, at least as many deliveries stay unacknowledged upstream as messages
+        # wait here: with the upstream's prefetch, what waits here plus what is in flight stays
+        # within prefetch-count, so a slow consumer slows the link down instead of filling the
+        # queue past the high-water mark (and making the link cancel and consume again).
+        keep = self.queue.message_count if self.consuming and self._paced else 0
+        self._held = False
         settlements: list[tuple[int, bool]] = []
         while unsettled and unsettled[0][1] != _PENDING:
+            if len(unsettled) <= keep:
+                self._held = True
+                break
             tag, state = unsettled.popleft()
             taken = state == _TAKEN
             if taken and settlements and settlements[-1][1]:
