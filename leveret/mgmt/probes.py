@@ -9,8 +9,6 @@ node must not be restarted for it, since a restart does not heal a partition.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 from .access import require_admin
 from .cluster_link import cluster_control
 from .context import Context, Reply, Route, not_found_unless, ok
@@ -19,23 +17,6 @@ from .errors import bad_request
 # The longest drain a caller may ask for, and the default (a preStop hook has its own limit).
 _MAX_DRAIN_SECONDS = 3600.0
 _DEFAULT_DRAIN_SECONDS = 60.0
-
-
-class DrainOutcome(Protocol):
-    closed_connections: int
-    unconfirmed_connections: int
-
-
-class NodeControl(Protocol):
-    """What the probes and the drain need of the running node (leveret.server.node.Node)."""
-
-    @property
-    def started(self) -> bool: ...
-
-    @property
-    def draining(self) -> bool: ...
-
-    async def drain(self, timeout: float) -> Any: ...
 
 
 def _answer(problem: str | None) -> Reply:
@@ -77,7 +58,7 @@ async def drain(ctx: Context) -> Reply:
     timeout = ctx.json_body().get("timeout", _DEFAULT_DRAIN_SECONDS)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
         raise bad_request("timeout must be a number of seconds")
-    report: DrainOutcome = await node.drain(min(float(timeout), _MAX_DRAIN_SECONDS))
+    report = await node.drain(min(float(timeout), _MAX_DRAIN_SECONDS))
     return ok(
         {
             "node": ctx.broker.config.node_name,

@@ -16,7 +16,7 @@ from .errors import ApiError, method_not_allowed, object_not_found
 from .http import CONTINUE, ContinueExpected, HttpError, Request, RequestParser, encode_response
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from .metrics import metrics_text
-from .probes import NodeControl
+from .node_control import NodeControl
 from .routes import API_ROUTES, Router, split_path
 from .state import ManagementState, management_state
 

@@ -18,7 +18,7 @@ from .system import system_figures
 if TYPE_CHECKING:
     from ..broker import Broker
     from ..queues.classic import ClassicQueue
-    from .probes import NodeControl
+    from .node_control import NodeControl
 
 log = logging.getLogger(__name__)
 
