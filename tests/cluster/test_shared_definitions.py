@@ -203,6 +203,8 @@ def test_exclusive_queues_of_a_closed_connection_go_from_every_node() -> None:
         n1, n2, _ = cluster.nodes
         connection = connect(n1)
         connection.channel().queue_declare("mine", exclusive=True)
+        # n1 answered once it applied the declare; n2 applies it a moment later.
+        wait_for(lambda: exists(n2, "queue", "mine"), 10, 0.05)
 
         def locked(channel: Any) -> None:
             channel.queue_declare("mine", passive=True)
