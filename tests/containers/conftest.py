@@ -49,6 +49,7 @@ def leveret_image(docker_engine: DockerEngine) -> str:
         [str(REPO / "deploy" / "build-image.sh"), IMAGE, sys.executable],
         capture_output=True,
         text=True,
+        env={**os.environ, "EXTRAS": "fast,demo"},  # the compose stack's demo needs aio-pika
         timeout=900,
         check=False,
     )
