@@ -43,6 +43,8 @@ _CONNECT_SECONDS = 10.0
 # The consumer argument by which a link recognises its own consumer on an upstream queue.
 _LINK_MARK = "x-federation-link"
 _NOT_FOUND = 404
+# How long a stopping link waits for the disk before it acknowledges what it took.
+_STOP_SETTLE_SECONDS = 2.0
 # States of an upstream delivery until it is acknowledged.
 _PENDING, _TAKEN, _REFUSED = 0, 1, 2
 
@@ -88,6 +90,7 @@ class FederationLink:
         self._hop = Hop(self.uri, self.upstream_queue, upstream.trust_user_id)
         self.consuming = False  # pulling now, rather than waiting for local demand
         self.is_this_queue = False  # the upstream turned out to be the queue itself: idle
+        self._stopping = False  # stop() was called: deliveries are no longer taken
         # Deliveries held back until the first consume shows the upstream is not this queue.
         self._on_probation: list[tuple[int, bool, str, str, bytes, bytes]] | None = None
         self.changed_at = time.time()
@@ -145,6 +148,18 @@ class FederationLink:
         """Stop pulling; messages stay where they are (unacknowledged ones go back upstream)."""
         with contextlib.suppress(ValueError):
             self.queue.decorators.remove(self)
+        # What was held back only to pace the link, or waits for the disk, is here already:
+        # acknowledge it first, so a clean stop (a rolling restart, a removed policy) does not
+        # bring it again; what the upstream sends meanwhile is not taken, and goes back to it
+        # when the link closes.
+        self._stopping = True
+        self.consuming = False
+        deadline = time.monotonic() + _STOP_SETTLE_SECONDS
+        while any(state == _PENDING for _, state in self._unsettled):
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.01)
+        self._flush()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -332,7 +347,7 @@ class FederationLink:
             self._on_probation.append((tag, redelivered, exchange, routing_key, header, body))
             return
         queue = self.queue
-        if queue.deleted or self.is_this_queue:
+        if queue.deleted or self.is_this_queue or self._stopping:
             return  # unacknowledged, it goes back to the upstream queue
         outcome = queue.publish(self._hop.message(exchange, routing_key, redelivered, header, body))
         self.forwarded += 1

@@ -261,3 +261,31 @@ def test_kill_loop_on_confirm_loses_nothing(upstream: NodeProcess) -> None:
     repeats = sum(len(marks) for marks in tally.deliveries.values()) - total
     print(f"moved {total} through {rounds} kills of the downstream node; {repeats} repeats")
     assert ready_count(upstream, queue) == 0
+
+
+def test_a_stopped_link_acknowledges_what_it_held_back(
+    upstream: NodeProcess, downstream: NodeProcess
+) -> None:
+    queue = "paced"
+    declare(upstream, queue)
+    publish(upstream, queue, [f"p{number}".encode() for number in range(300)])
+    federate(downstream, upstream, queue, **{"prefetch-count": 100})
+    declare(downstream, queue)
+    wait_for(lambda: running(downstream, queue), 15, 0.1)
+    with pika.BlockingConnection(pika.URLParameters(downstream.url)) as conn:
+        channel = conn.channel()
+        channel.basic_qos(prefetch_count=1)
+        held: list[int] = []
+        channel.basic_consume(
+            queue, lambda ch, method, props, body: held.append(method.delivery_tag)
+        )
+        # A slow consumer: the link paces itself and holds acknowledgements back upstream.
+        wait_for(
+            lambda: conn.process_data_events(time_limit=0.1) or ready_count(downstream, queue) > 0,
+            15,
+        )
+        path = f"/api/parameters/federation-upstream/%2F/{queue}-origin"
+        assert http(downstream, "DELETE", path)[0] == 204
+        wait_for(lambda: link_of(downstream, queue) is None, 10, 0.1)
+    # Every message is in exactly one place: none came back upstream after it had moved.
+    wait_for(lambda: ready_count(upstream, queue) + ready_count(downstream, queue) == 300, 10, 0.2)
