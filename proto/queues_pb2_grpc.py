@@ -34,6 +34,11 @@ class QueuesStub:
         Args:
             channel: A grpc.Channel.
         """
+        self.Locate = channel.unary_unary(
+                '/leveret.queues.Queues/Locate',
+                request_serializer=proto_dot_queues__pb2.LocateRequest.SerializeToString,
+                response_deserializer=proto_dot_queues__pb2.Location.FromString,
+                _registered_method=True)
         self.Link = channel.stream_stream(
                 '/leveret.queues.Queues/Link',
                 request_serializer=proto_dot_queues__pb2.Up.SerializeToString,
@@ -44,6 +49,14 @@ class QueuesStub:
 class QueuesServicer:
     """Missing associated documentation comment in .proto file."""
 
+    def Locate(self, request, context):
+        """Where the node accepts data connections (asked again before each connection: it may have
+        restarted on another port).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Link(self, request_iterator, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -53,6 +66,11 @@ class QueuesServicer:
 
 def add_QueuesServicer_to_server(servicer, server):
     rpc_method_handlers = {
+            'Locate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Locate,
+                    request_deserializer=proto_dot_queues__pb2.LocateRequest.FromString,
+                    response_serializer=proto_dot_queues__pb2.Location.SerializeToString,
+            ),
             'Link': grpc.stream_stream_rpc_method_handler(
                     servicer.Link,
                     request_deserializer=proto_dot_queues__pb2.Up.FromString,
@@ -68,6 +86,33 @@ def add_QueuesServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class Queues:
     """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def Locate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/leveret.queues.Queues/Locate',
+            proto_dot_queues__pb2.LocateRequest.SerializeToString,
+            proto_dot_queues__pb2.Location.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
 
     @staticmethod
     def Link(request_iterator,
