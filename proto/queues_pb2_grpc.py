@@ -39,11 +39,6 @@ class QueuesStub:
                 request_serializer=proto_dot_queues__pb2.LocateRequest.SerializeToString,
                 response_deserializer=proto_dot_queues__pb2.Location.FromString,
                 _registered_method=True)
-        self.Link = channel.stream_stream(
-                '/leveret.queues.Queues/Link',
-                request_serializer=proto_dot_queues__pb2.Up.SerializeToString,
-                response_deserializer=proto_dot_queues__pb2.Down.FromString,
-                _registered_method=True)
 
 
 class QueuesServicer:
@@ -57,12 +52,6 @@ class QueuesServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def Link(self, request_iterator, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
 
 def add_QueuesServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -70,11 +59,6 @@ def add_QueuesServicer_to_server(servicer, server):
                     servicer.Locate,
                     request_deserializer=proto_dot_queues__pb2.LocateRequest.FromString,
                     response_serializer=proto_dot_queues__pb2.Location.SerializeToString,
-            ),
-            'Link': grpc.stream_stream_rpc_method_handler(
-                    servicer.Link,
-                    request_deserializer=proto_dot_queues__pb2.Up.FromString,
-                    response_serializer=proto_dot_queues__pb2.Down.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -104,33 +88,6 @@ class Queues:
             '/leveret.queues.Queues/Locate',
             proto_dot_queues__pb2.LocateRequest.SerializeToString,
             proto_dot_queues__pb2.Location.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def Link(request_iterator,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.stream_stream(
-            request_iterator,
-            target,
-            '/leveret.queues.Queues/Link',
-            proto_dot_queues__pb2.Up.SerializeToString,
-            proto_dot_queues__pb2.Down.FromString,
             options,
             channel_credentials,
             insecure,
