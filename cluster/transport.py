@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import ssl
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -89,8 +90,24 @@ class TlsFiles:
             certificate_chain=self.cert.read_bytes(),
         )
 
+    def server_context(self) -> ssl.SSLContext:
+        """The same checks as `server_credentials`, for a plain asyncio listener."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(self.cert, self.key)
+        if self.ca is not None:
+            context.load_verify_locations(self.ca)
+            context.verify_mode = ssl.CERT_REQUIRED
+        return context
 
-class _Throttle:
+    def client_context(self) -> ssl.SSLContext:
+        """The same checks as `channel_credentials` (the server's name included), for a plain
+        asyncio connection."""
+        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=self.ca)
+        context.load_cert_chain(self.cert, self.key)
+        return context
+
+
+class LogThrottle:
     """Lets one log line per key through every few seconds."""
 
     def __init__(self) -> None:
@@ -110,7 +127,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     def __init__(self, verifier: CallVerifier, on_caller: Callable[[Caller], None]) -> None:
         self._verifier = verifier
         self._on_caller = on_caller
-        self._throttle = _Throttle()
+        self._throttle = LogThrottle()
 
     async def intercept_service(
         self,
@@ -256,7 +273,7 @@ class RaftStreams:
         self._book = book
         self._channels = channels
         self._senders: dict[str, _RaftSender] = {}
-        self._throttle = _Throttle()
+        self._throttle = LogThrottle()
 
     def send(self, messages: Sequence[Message]) -> None:
         """Queue `messages` for their destinations; never waits."""
@@ -291,7 +308,7 @@ class _RaftSender:
         own_name: str,
         book: AddressBook,
         channels: PeerChannels,
-        throttle: _Throttle,
+        throttle: LogThrottle,
     ) -> None:
         self.peer = peer
         self.connected = False

@@ -38,6 +38,9 @@ class Config:
     amqp_port: int = 5672
     mgmt_port: int = 15672
     cluster_port: int = 25672
+    # Messages between nodes (the queue data plane); 0: any free port, which the other nodes
+    # ask for on the cluster port.
+    data_port: int = 0
     join: list[str] = field(default_factory=list)
     # The shared cluster secret; by default the user's (see cluster.secret) and optional TLS
     # between nodes (PEM files; with a CA both sides are checked).
@@ -279,6 +282,12 @@ SETTINGS: dict[str, Setting] = {
     ),
     "cluster_port": Setting(
         _in_range(0, 65535), _PORT, "node-to-node traffic: Raft, gossip, joining", flag=True
+    ),
+    "data_port": Setting(
+        _in_range(0, 65535),
+        _PORT,
+        "node-to-node messages (the other nodes ask the cluster port for it)",
+        flag=True,
     ),
     "join": Setting(
         _seeds,

@@ -196,3 +196,53 @@ class Down(_message.Message):
     cancelled: _containers.RepeatedCompositeFieldContainer[Cancelled]
     replies: _containers.RepeatedCompositeFieldContainer[Reply]
     def __init__(self, confirms: _Optional[_Iterable[_Union[Confirm, _Mapping]]] = ..., deliveries: _Optional[_Iterable[_Union[Delivery, _Mapping]]] = ..., subscribed: _Optional[_Iterable[_Union[Subscribed, _Mapping]]] = ..., cancelled: _Optional[_Iterable[_Union[Cancelled, _Mapping]]] = ..., replies: _Optional[_Iterable[_Union[Reply, _Mapping]]] = ...) -> None: ...
+
+class Challenge(_message.Message):
+    __slots__ = ("nonce",)
+    NONCE_FIELD_NUMBER: _ClassVar[int]
+    nonce: str
+    def __init__(self, nonce: _Optional[str] = ...) -> None: ...
+
+class Hello(_message.Message):
+    __slots__ = ("node", "address", "auth")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    AUTH_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    address: str
+    auth: str
+    def __init__(self, node: _Optional[str] = ..., address: _Optional[str] = ..., auth: _Optional[str] = ...) -> None: ...
+
+class Verdict(_message.Message):
+    __slots__ = ("refused",)
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    refused: str
+    def __init__(self, refused: _Optional[str] = ...) -> None: ...
+
+class ToHome(_message.Message):
+    __slots__ = ("up", "hello")
+    UP_FIELD_NUMBER: _ClassVar[int]
+    HELLO_FIELD_NUMBER: _ClassVar[int]
+    up: _containers.RepeatedCompositeFieldContainer[Up]
+    hello: Hello
+    def __init__(self, up: _Optional[_Iterable[_Union[Up, _Mapping]]] = ..., hello: _Optional[_Union[Hello, _Mapping]] = ...) -> None: ...
+
+class FromHome(_message.Message):
+    __slots__ = ("down", "challenge", "verdict")
+    DOWN_FIELD_NUMBER: _ClassVar[int]
+    CHALLENGE_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    down: _containers.RepeatedCompositeFieldContainer[Down]
+    challenge: Challenge
+    verdict: Verdict
+    def __init__(self, down: _Optional[_Iterable[_Union[Down, _Mapping]]] = ..., challenge: _Optional[_Union[Challenge, _Mapping]] = ..., verdict: _Optional[_Union[Verdict, _Mapping]] = ...) -> None: ...
+
+class LocateRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Location(_message.Message):
+    __slots__ = ("port",)
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    port: int
+    def __init__(self, port: _Optional[int] = ...) -> None: ...

@@ -34,18 +34,20 @@ class QueuesStub:
         Args:
             channel: A grpc.Channel.
         """
-        self.Link = channel.stream_stream(
-                '/leveret.queues.Queues/Link',
-                request_serializer=proto_dot_queues__pb2.Up.SerializeToString,
-                response_deserializer=proto_dot_queues__pb2.Down.FromString,
+        self.Locate = channel.unary_unary(
+                '/leveret.queues.Queues/Locate',
+                request_serializer=proto_dot_queues__pb2.LocateRequest.SerializeToString,
+                response_deserializer=proto_dot_queues__pb2.Location.FromString,
                 _registered_method=True)
 
 
 class QueuesServicer:
     """Missing associated documentation comment in .proto file."""
 
-    def Link(self, request_iterator, context):
-        """Missing associated documentation comment in .proto file."""
+    def Locate(self, request, context):
+        """Where the node accepts data connections (asked again before each connection: it may have
+        restarted on another port).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -53,10 +55,10 @@ class QueuesServicer:
 
 def add_QueuesServicer_to_server(servicer, server):
     rpc_method_handlers = {
-            'Link': grpc.stream_stream_rpc_method_handler(
-                    servicer.Link,
-                    request_deserializer=proto_dot_queues__pb2.Up.FromString,
-                    response_serializer=proto_dot_queues__pb2.Down.SerializeToString,
+            'Locate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Locate,
+                    request_deserializer=proto_dot_queues__pb2.LocateRequest.FromString,
+                    response_serializer=proto_dot_queues__pb2.Location.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -70,7 +72,7 @@ class Queues:
     """Missing associated documentation comment in .proto file."""
 
     @staticmethod
-    def Link(request_iterator,
+    def Locate(request,
             target,
             options=(),
             channel_credentials=None,
@@ -80,12 +82,12 @@ class Queues:
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.stream_stream(
-            request_iterator,
+        return grpc.experimental.unary_unary(
+            request,
             target,
-            '/leveret.queues.Queues/Link',
-            proto_dot_queues__pb2.Up.SerializeToString,
-            proto_dot_queues__pb2.Down.FromString,
+            '/leveret.queues.Queues/Locate',
+            proto_dot_queues__pb2.LocateRequest.SerializeToString,
+            proto_dot_queues__pb2.Location.FromString,
             options,
             channel_credentials,
             insecure,

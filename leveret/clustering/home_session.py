@@ -3,16 +3,16 @@
 Batches from the link are applied in order: publishes go into local queues (confirmed back in
 order, after the fsync when one was needed), consumers become ordinary consumers of the queues
 whose sink is this session, and settlements and requests act on the queues. What goes back is
-gathered into one batch per turn of the event loop. When the link ends, every delivery not
-settled on it is requeued and its consumers go, as when a channel closes.
+gathered into one batch per turn of the event loop, written at once unless the connection is
+still draining the last one (deliveries are bounded by credit meanwhile). When the link ends,
+every delivery not settled on it is requeued and its consumers go, as when a channel closes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from proto import queues_pb2
 
@@ -31,6 +31,19 @@ log = logging.getLogger(__name__)
 
 # A delivery sent on the link and not yet settled: its queue, entry and consumer (None: a get).
 _Unsettled = tuple[ClassicQueue, QueueEntry, Consumer | None]
+# Deliveries beyond this many bytes of bodies start another frame of the same batch.
+_FRAME_BYTES = 1 << 20
+
+
+class Outlet(Protocol):
+    """Where a session's batches go (cluster.data_connection.DataConnection)."""
+
+    @property
+    def can_write(self) -> bool: ...
+
+    def write(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class LinkedConsumer:
@@ -65,23 +78,20 @@ class LinkedConsumer:
 class HomeSession:
     """Applies one link's batches to this node's queues and gathers what goes back."""
 
-    def __init__(
-        self,
-        broker: Broker,
-        peer: str,
-        send: Callable[[queues_pb2.Down], None],
-        end: Callable[[], None],
-    ) -> None:
+    def __init__(self, broker: Broker, peer: str, outlet: Outlet) -> None:
         self.broker = broker
         self.peer = peer
         self.open = True
         self.failed = False  # the link must end: what it carried could not be made durable
-        self._send = send
-        self._end = end
+        self._outlet = outlet
         self._consumers: dict[int, Consumer] = {}
         self._unsettled: dict[int, _Unsettled] = {}
         self._next_delivery = 1
-        self._out = queues_pb2.Down()
+        # The batch going back: frames of a FromHome, serialized whole when it goes.
+        self._frames = queues_pb2.FromHome()
+        self._out = self._frames.down.add()
+        self._out_bytes = 0
+        self._has_out = False
         self._flush_scheduled = False
         # Publishes are confirmed in order: the highest taken so far, those refused, and how
         # many fsyncs are still awaited before the next confirm may go.
@@ -158,7 +168,7 @@ class HomeSession:
             # Not on disk: the link breaks, and the other node nacks what it had not confirmed.
             log.error("could not make messages from %s durable: %s", self.peer, error)
             self.failed = True
-            self._end()
+            self._outlet.close()
             return
         self._confirm(upto)
 
@@ -248,6 +258,10 @@ class HomeSession:
         delivery.routing_key = message.routing_key
         delivery.header = message.header
         delivery.body = message.body
+        self._out_bytes += len(message.body)
+        if self._out_bytes > _FRAME_BYTES:
+            self._out = self._frames.down.add()
+            self._out_bytes = 0
 
     # --- settling -----------------------------------------------------------------------------
 
@@ -311,13 +325,22 @@ class HomeSession:
     # --- sending back -------------------------------------------------------------------------
 
     def _schedule_flush(self) -> None:
+        self._has_out = True
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_scheduled = False
-        if not self.open or self.failed:
+        self.flush_now()
+
+    def flush_now(self) -> None:
+        """Write what waits, if the connection takes it (it says when it drained)."""
+        if not self._has_out or not self.open or self.failed or not self._outlet.can_write:
             return
-        out, self._out = self._out, queues_pb2.Down()
-        self._send(out)
+        frames = self._frames
+        self._frames = queues_pb2.FromHome()
+        self._out = self._frames.down.add()
+        self._out_bytes = 0
+        self._has_out = False
+        self._outlet.write(frames.SerializeToString())

@@ -16,7 +16,7 @@ from typing import Any
 
 from cluster.errors import ClusterError
 from cluster.management import ClusterManagement
-from cluster.secret import SecretError
+from cluster.secret import CallVerifier, SecretError
 from cluster.service import ClusterService
 from cluster.settings import ClusterSettings
 from proto.metadata_schema import Batch, DeleteExchange
@@ -30,7 +30,7 @@ from .cluster_metadata import ClusterMetadata
 from .journal_import import default_commands, journal_commands
 from .local_report import broker_report
 from .queue_link import QueueLinks
-from .queue_service import QueuesServicer
+from .queue_service import QueuesService
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,9 @@ class ClusterPlugin:
         except SecretError as error:
             raise StartupError(EX_CONFIG, str(error)) from None
         self._broker = broker
-        self._queues = QueuesServicer(broker)
+        self._settings = settings
+        self._data_port = int(getattr(config, "data_port", 0))
+        self._queues = QueuesService(broker)
         self.service = ClusterService(
             settings,
             report_source=lambda: broker_report(broker, settings.data_dir),
@@ -70,11 +72,27 @@ class ClusterPlugin:
     def port(self) -> int:
         return self.service.port
 
+    @property
+    def data_port(self) -> int:
+        """Where other nodes' data connections are accepted (the queue data plane)."""
+        return self._queues.port
+
     async def start(self) -> None:
         self._broker.use_metadata(self.metadata)
+        settings, tls = self._settings, self._settings.tls
+        # Listening first: peers ask the cluster port for this one as soon as it answers.
+        await self._queues.start(
+            settings.bind,
+            self._data_port,
+            CallVerifier(settings.secret),
+            tls.server_context() if tls else None,
+        )
         await self.service.start()
         self._links = QueueLinks(
-            self.service.address_of, self.service.peers, lambda: self.service.applied_index
+            self.service.address_of,
+            self.service.peers,
+            lambda: self.service.applied_index,
+            tls.client_context() if tls else None,
         )
         self._broker.link_queues(self._links)
         attach_cluster(self._broker, self._management)
@@ -102,6 +120,7 @@ class ClusterPlugin:
         self._broker.link_queues(None)
         if self._links is not None:
             await self._links.close()
+        await self._queues.stop()
         detach_cluster(self._broker)
         self._management.close()
         await self.service.stop()

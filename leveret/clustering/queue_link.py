@@ -1,8 +1,9 @@
-"""This node's link to another node's queues: one Link stream, batched both ways.
+"""This node's link to another node's queues: one data connection, batched both ways.
 
 Everything this node's clients do to queues homed on one node goes through its link:
 publishes, consumers and requests in the order they were made (confirms come back in order),
-and credit and settlements ahead of them. A link connects on first use. When it breaks,
+and credit and settlements ahead of them. What the clients did in one turn of the event loop
+goes out at the end of it in one write. A link connects on first use. When it breaks,
 whatever waited on it fails at once (publishes are nacked, consumers cancelled, requests
 answered "home node down"), and it reconnects in the background; until then the home node
 counts as down.
@@ -14,13 +15,16 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import ssl
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from enum import Enum
 from typing import Any
 
 import grpc
 
+from cluster.data_connection import DataConnection, DataRefused, open_data
+from cluster.transport import LogThrottle, PeerChannels
 from proto import queues_pb2, queues_pb2_grpc
 
 from ..amqp.errors import AMQPError
@@ -39,20 +43,27 @@ from ..queues.remote_consumer import CREDIT_WINDOW
 
 log = logging.getLogger(__name__)
 
-LINK_PATH = "/leveret.queues.Queues/Link"
+LOCATE_PATH = "/leveret.queues.Queues/Locate"
 # How long a first connection may take before the home node counts as down.
 _CONNECT_SECONDS = 2.0
+# Publishes beyond this many bytes of bodies start another frame of the same batch, so that no
+# frame comes near the limit and the home node takes a large batch a piece at a time.
+_FRAME_BYTES = 1 << 20
 _RETRY_SECONDS = (0.2, 0.5, 1.0, 2.0)
-# Publishes waiting for the stream beyond which their publishers are held back (they resume
+# Publishes waiting for the connection beyond which their publishers are held back (they resume
 # once the writer takes them).
 _CONGESTED_PUBLISHES = 20_000
 
 
 class _State(Enum):
     IDLE = "idle"  # not used yet
-    CONNECTING = "connecting"  # operations wait for the stream
+    CONNECTING = "connecting"  # operations wait for the connection
     UP = "up"
     DOWN = "down"  # broke; retrying in the background
+
+
+# Opens the data connection to a node: (node, its cluster address, who gets what comes).
+Opener = Callable[[str, str, "QueueLink"], Awaitable[DataConnection]]
 
 
 class QueueLink:
@@ -62,25 +73,28 @@ class QueueLink:
         self,
         node: str,
         address_of: Callable[[str], str | None],
-        open_stream: Callable[[str], Any],
+        open_data: Opener,
         applied_index: Callable[[], int],
+        throttle: LogThrottle | None = None,
     ) -> None:
         self.node = node
         self._applied_index = applied_index
         self.generation = 0
         self.throttled: set[Any] = set()
         self._address_of = address_of
-        self._open_stream = open_stream
+        self._open_data = open_data
+        self._throttle = throttle or LogThrottle()
         self._state = _State.IDLE
-        # What waits for the stream: one growing batch, taken whole by the writer each time the
-        # previous write is done, so that a busy link sends few, large messages.
-        self._up = queues_pb2.Up()
-        # Credit, settlements and cancels go in a batch written first, so that a consumer is not
-        # starved behind a publisher's backlog (nothing orders them after publishes).
-        self._control = queues_pb2.Up()
+        self._connection: DataConnection | None = None
+        # What waits for the connection: the frames of one batch, serialized whole at the end of
+        # the loop's turn (or once the connection drains). Credit, settlements and cancels go
+        # in the first frame, so that a consumer is not starved behind a publisher's backlog
+        # (nothing orders them after publishes); the rest follow in order.
+        self._frames, self._control, self._up = _new_batch()
+        self._up_bytes = 0
+        self._publishes = 0
         self._has_up = False
         self._flush_scheduled = False
-        self._pending = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._publish_seq = 0
         # Publishes awaiting their confirm, in order: (link seq, waiter, the waiter's seq).
@@ -103,7 +117,7 @@ class QueueLink:
 
     @property
     def congested(self) -> bool:
-        return len(self._up.publishes) > _CONGESTED_PUBLISHES
+        return self._publishes > _CONGESTED_PUBLISHES
 
     def _start(self) -> None:
         self._state = _State.CONNECTING
@@ -116,6 +130,8 @@ class QueueLink:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        if self._connection is not None:
+            self._connection.close()
         self._fail()
 
     # --- operations ---------------------------------------------------------------------------
@@ -139,6 +155,11 @@ class QueueLink:
         publish.body = message.body
         if waiter is not None:
             self._awaiting.append((self._publish_seq, waiter, seq))
+        self._publishes += 1
+        self._up_bytes += len(message.body)
+        if self._up_bytes > _FRAME_BYTES:
+            self._up = self._frames.up.add()
+            self._up_bytes = 0
         self._changed()
 
     async def subscribe(
@@ -222,23 +243,30 @@ class QueueLink:
 
     def _changed(self) -> None:
         self._has_up = True
-        if self._state is _State.UP:
-            self._pending.set()  # the writer takes it on its next turn
-        elif not self._flush_scheduled:
+        self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        if not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._not_up_yet)
+            asyncio.get_running_loop().call_soon(self._flush)
 
-    def _not_up_yet(self) -> None:
-        """Work made while there is no stream: it waits for one, or fails if the node is down."""
+    def _flush(self) -> None:
+        """Everything made in the loop's last turn goes in one write (or waits for the
+        connection, or fails if the node is down)."""
         self._flush_scheduled = False
-        if self._state is _State.IDLE:
+        state = self._state
+        if state is _State.UP:
+            connection = self._connection
+            if self._has_up and connection is not None and connection.can_write:
+                connection.write(self._take().SerializeToString())
+        elif state is _State.IDLE:
             self._start()
-        elif self._state is _State.DOWN and self._has_up:
-            self._fail_batch(self._take()[1])
+        elif state is _State.DOWN and self._has_up:
+            self._fail_batch(self._take())
 
-    def _take(self) -> tuple[queues_pb2.Up, queues_pb2.Up]:
-        """What waits for the stream, as (control, the rest)."""
-        control, up = self._control, self._up
+    def _take(self) -> queues_pb2.ToHome:
+        """The batch waiting for the connection, its control frame first; a new one begins."""
+        frames, control = self._frames, self._control
         for outcome, ids in (
             (Outcome.ACK, self._acks),
             (Outcome.REJECT, self._rejects),
@@ -249,11 +277,20 @@ class QueueLink:
                 settle.outcome = outcome
                 settle.deliveries.extend(ids)
                 ids.clear()
-        self._up, self._control = queues_pb2.Up(), queues_pb2.Up()
+        applied = self._applied_index()
+        for up in frames.up[1:]:
+            if up.publishes or up.subscribes or up.requests:
+                up.applied = applied
+        self._frames, self._control, self._up = _new_batch()
+        self._up_bytes = self._publishes = 0
         self._has_up = False
-        return control, up
+        if self.throttled:
+            throttled, self.throttled = self.throttled, set()
+            for publisher in throttled:
+                publisher.release_throttle(self)
+        return frames
 
-    # --- the stream ---------------------------------------------------------------------------
+    # --- the connection (cluster.data_connection.Receiver) ------------------------------------
 
     async def _run(self) -> None:
         failures = 0  # in a row, for the backoff
@@ -264,57 +301,47 @@ class QueueLink:
                 log.exception("queue link to %s failed", self.node)
             failures = 0 if self._state is _State.UP else failures + 1
             self._state = _State.DOWN
+            self._connection = None
             self._fail()
             await asyncio.sleep(_RETRY_SECONDS[min(failures, len(_RETRY_SECONDS) - 1)])
             self._state = _State.CONNECTING
 
     async def _connect_and_serve(self) -> None:
-        """One stream, until it breaks."""
+        """One connection, until it ends."""
         address = self._address_of(self.node)
         if address is None:
             return
         try:
-            call, channel = self._open_stream(address)
-            await asyncio.wait_for(channel.channel_ready(), _CONNECT_SECONDS)
-        except (TimeoutError, grpc.aio.AioRpcError) as error:
-            log.info("queues of node %s are unreachable: %s", self.node, error)
+            async with asyncio.timeout(_CONNECT_SECONDS):
+                connection = await self._open_data(self.node, address, self)
+        except DataRefused as error:
+            if self._throttle.allows(f"refused:{self.node}"):
+                log.warning(
+                    "node %s at %s refused our data connection: %s", self.node, address, error
+                )
             return
+        except (TimeoutError, OSError, grpc.aio.AioRpcError) as error:
+            detail = error.code() if isinstance(error, grpc.aio.AioRpcError) else repr(error)
+            log.info("queues of node %s are unreachable: %s", self.node, detail)
+            return
+        self._connection = connection
         self._state = _State.UP
-        writer = asyncio.get_running_loop().create_task(self._write(call))
+        if self._has_up:
+            self._schedule_flush()
         try:
-            async for down in call:
-                self._receive(down)
-            log.info("queue link to %s ended", self.node)
-        except grpc.aio.AioRpcError as error:
-            log.info("queue link to %s broke: %s", self.node, error.code())
+            await connection.wait_closed()
         finally:
-            writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await writer
-            call.cancel()
+            connection.close()
+        log.info("queue link to %s ended", self.node)
 
-    async def _write(self, call: Any) -> None:
-        while True:
-            while not self._has_up:
-                self._pending.clear()
-                await self._pending.wait()
-            control, up = self._take()
-            if self.throttled:
-                throttled, self.throttled = self.throttled, set()
-                for publisher in throttled:
-                    publisher.release_throttle(self)
-            try:
-                if control.settles or control.credits or control.cancels:
-                    await call.write(control)
-                if up.publishes or up.subscribes or up.requests:
-                    up.applied = self._applied_index()
-                    await call.write(up)
-            except Exception as error:  # noqa: BLE001 - the stream broke; the reader ends it
-                log.info("queue link to %s could not write: %r", self.node, error)
-                call.cancel()
-                return
+    def writable(self) -> None:
+        if self._has_up:
+            self._schedule_flush()
 
-    def _receive(self, down: queues_pb2.Down) -> None:
+    def ended(self) -> None:
+        """Nothing to do here: the link's task wakes up and fails what waited."""
+
+    def received(self, down: queues_pb2.Down) -> None:
         for confirm in down.confirms:
             self._confirmed(confirm.upto, set(confirm.refused) if confirm.refused else None)
         for answer in down.subscribed:
@@ -361,9 +388,10 @@ class QueueLink:
     # --- failure ------------------------------------------------------------------------------
 
     def _fail(self) -> None:
-        """Everything that waited on the stream that broke fails now."""
+        """Everything that waited on the connection that broke fails now."""
         self.generation += 1
-        self._up, self._control = queues_pb2.Up(), queues_pb2.Up()
+        self._frames, self._control, self._up = _new_batch()
+        self._up_bytes = self._publishes = 0
         self._has_up = False
         self._acks.clear()
         self._rejects.clear()
@@ -384,10 +412,16 @@ class QueueLink:
         for publisher in throttled:
             publisher.release_throttle(self)
 
-    def _fail_batch(self, up: queues_pb2.Up) -> None:
+    def _fail_batch(self, frames: queues_pb2.ToHome) -> None:
         """A batch made while the home node is down: nothing in it can be done."""
-        if up.publishes or up.subscribes or up.requests:
+        if any(up.publishes or up.subscribes or up.requests for up in frames.up):
             self._fail()
+
+
+def _new_batch() -> tuple[queues_pb2.ToHome, queues_pb2.Up, queues_pb2.Up]:
+    """An empty batch: the frames, the control frame (the first) and the frame after it."""
+    frames = queues_pb2.ToHome()
+    return frames, frames.up.add(), frames.up.add()
 
 
 def _entry(delivery: queues_pb2.Delivery) -> QueueEntry:
@@ -401,26 +435,38 @@ class QueueLinks:
     def __init__(
         self,
         address_of: Callable[[str], str | None],
-        peers: Any,
+        peers: PeerChannels,
         applied_index: Callable[[], int],
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._address_of = address_of
         self._peers = peers
         self._applied_index = applied_index
+        self._tls = tls
+        self._throttle = LogThrottle()
         self._links: dict[str, QueueLink] = {}
 
     def link(self, node: str) -> QueueLink:
         link = self._links.get(node)
         if link is None:
             link = self._links[node] = QueueLink(
-                node, self._address_of, self._open_stream, self._applied_index
+                node, self._address_of, self._open, self._applied_index, self._throttle
             )
         return link
 
-    def _open_stream(self, address: str) -> tuple[Any, grpc.aio.Channel]:
-        channel = self._peers.channel(address)
-        stub = queues_pb2_grpc.QueuesStub(channel)
-        return stub.Link(metadata=self._peers.metadata_for(LINK_PATH)), channel
+    async def _open(self, node: str, address: str, link: QueueLink) -> DataConnection:
+        """Ask the node where it takes data connections (it may have restarted on another
+        port since the last one), then connect there."""
+        stub = queues_pb2_grpc.QueuesStub(self._peers.channel(address))
+        location = await stub.Locate(
+            queues_pb2.LocateRequest(),
+            metadata=self._peers.metadata_for(LOCATE_PATH),
+            wait_for_ready=True,
+        )
+        host = address.rpartition(":")[0].strip("[]")
+        return await open_data(
+            node, host, location.port, self._peers.signer, link, self._tls, _CONNECT_SECONDS
+        )
 
     async def close(self) -> None:
         links, self._links = list(self._links.values()), {}

@@ -41,6 +41,9 @@ class Clustering(Protocol):
     @property
     def port(self) -> int: ...
 
+    @property
+    def data_port(self) -> int: ...
+
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
@@ -118,6 +121,7 @@ class Node:
         except OSError as error:
             raise StartupError(EX_UNAVAILABLE, str(error)) from None
         self.ports["cluster"] = self.cluster.port
+        self.ports["data"] = self.cluster.data_port
         self._disk_task = asyncio.get_running_loop().create_task(self._watch_disk())
         loop = asyncio.get_running_loop()
         amqp = await self._listen(

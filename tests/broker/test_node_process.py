@@ -24,7 +24,7 @@ def process():
 def test_ports_file_and_clean_shutdown(process: NodeProcess) -> None:
     with open(process.ports_file) as handle:
         ports = json.loads(handle.read())
-    assert set(ports) == {"amqp", "mgmt", "cluster"}
+    assert set(ports) == {"amqp", "mgmt", "cluster", "data"}
     for port in ports.values():
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
     conn = pika.BlockingConnection(pika.URLParameters(process.url))

@@ -1,0 +1,145 @@
+"""The data plane between real nodes: what a stranger sends to a node's data port is refused
+without disturbing the node's links, and a link finds its home node again when that node comes
+back."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pika
+import pika.exceptions
+import pytest
+
+from cluster.data_connection import DATA_PATH, MAX_FRAME_BYTES
+from cluster.frames import FrameReader, frame_header
+from cluster.secret import CallSigner
+from proto import queues_pb2
+from tests.cluster.processes import Cluster, ClusterNode, queue_visible, running_cluster
+from tests.support.node import wait_for
+
+A, B = 0, 1
+
+
+@pytest.fixture(scope="module")
+def two() -> Iterator[Cluster]:
+    with running_cluster(2) as cluster:
+        yield cluster
+
+
+def url(node: ClusterNode) -> str:
+    assert node.process is not None
+    return node.process.url
+
+
+def declare_on_a(cluster: Cluster, queue: str) -> None:
+    with pika.BlockingConnection(pika.URLParameters(url(cluster.nodes[A]))) as conn:
+        channel = conn.channel()
+        channel.queue_delete(queue)
+        channel.queue_declare(queue, durable=True)
+    wait_for(lambda: queue_visible(url(cluster.nodes[B]), queue), 10, 0.02)
+
+
+def get_all(node: ClusterNode, queue: str) -> list[bytes]:
+    bodies = []
+    with pika.BlockingConnection(pika.URLParameters(url(node))) as conn:
+        channel = conn.channel()
+        while True:
+            _, _, body = channel.basic_get(queue, auto_ack=True)
+            if body is None:
+                return bodies
+            bodies.append(body)
+
+
+class Stranger:
+    """A plain socket to a node's data port, past its challenge."""
+
+    def __init__(self, node: ClusterNode) -> None:
+        assert node.process is not None
+        self.sock = socket.create_connection(("127.0.0.1", node.process.ports["data"]), timeout=5)
+        self._reader = FrameReader(
+            4096, {2: queues_pb2.Challenge.FromString, 3: queues_pb2.Verdict.FromString}
+        )
+        self.nonce = self.next_frame().nonce
+
+    def next_frame(self) -> Any:
+        while (frame := self._reader.next_frame()) is None:
+            data = self.sock.recv(4096)
+            assert data, "the node closed the connection"
+            self._reader.feed(data)
+        return frame[1]
+
+    def closed_by_node(self) -> bool:
+        try:
+            while self.sock.recv(65536):
+                pass
+        except ConnectionResetError:
+            pass
+        self.sock.close()
+        return True
+
+
+def test_strangers_are_refused_and_the_links_carry_on(two: Cluster) -> None:
+    declare_on_a(two, "plane-strangers")
+    log_before = len(two.nodes[A].log())
+    publisher = pika.BlockingConnection(pika.URLParameters(url(two.nodes[B])))
+    channel = publisher.channel()
+    channel.confirm_delivery()
+    channel.basic_publish("", "plane-strangers", b"before")  # the link from B to A is up
+
+    # A node of another cluster (another secret), answering the challenge properly.
+    outsider = Stranger(two.nodes[A])
+    values = dict(
+        CallSigner(b"another cluster", "x@localhost", "").metadata(f"{DATA_PATH}/{outsider.nonce}")
+    )
+    hello = queues_pb2.Hello(
+        node=values["x-leveret-node"],
+        address=values["x-leveret-address"],
+        auth=values["x-leveret-auth"],
+    )
+    outsider.sock.sendall(queues_pb2.ToHome(hello=hello).SerializeToString())
+    assert "wrong cluster secret" in outsider.next_frame().refused
+    assert outsider.closed_by_node()
+
+    for garbage in (
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(64),  # a TLS client hello
+        frame_header(1, 16) + bytes(16),  # data without credentials
+        frame_header(2, MAX_FRAME_BYTES),  # a length to make the node wait for (and keep) it all
+        b"\x12" + b"\xff" * 32,  # a length that never ends
+    ):
+        stranger = Stranger(two.nodes[A])
+        stranger.sock.sendall(garbage)
+        assert stranger.closed_by_node()
+
+    channel.basic_publish("", "plane-strangers", b"after")  # confirmed: the same link carries on
+    publisher.close()
+    assert get_all(two.nodes[A], "plane-strangers") == [b"before", b"after"]
+    log = two.nodes[A].log()[log_before:]
+    assert "refused a data connection" in log and "wrong cluster secret" in log
+    assert "closing the data connection" in log
+
+
+def test_a_link_reconnects_to_a_home_node_that_restarted(two: Cluster) -> None:
+    declare_on_a(two, "plane-restart")
+    persistent = pika.BasicProperties(delivery_mode=2)
+    with pika.BlockingConnection(pika.URLParameters(url(two.nodes[B]))) as conn:
+        channel = conn.channel()
+        channel.confirm_delivery()
+        channel.basic_publish("", "plane-restart", b"one", persistent)
+    home = two.nodes[A]
+    assert home.terminate() == 0
+    home.start(same_ports=True)  # the same cluster port; the data port is any free one
+
+    def published_through_b() -> bool:
+        try:
+            with pika.BlockingConnection(pika.URLParameters(url(two.nodes[B]))) as conn:
+                channel = conn.channel()
+                channel.confirm_delivery()
+                channel.basic_publish("", "plane-restart", b"two", persistent)
+                return True
+        except (pika.exceptions.AMQPError, pika.exceptions.NackError):
+            return False
+
+    wait_for(published_through_b, 20, 0.2)
+    assert get_all(two.nodes[B], "plane-restart") == [b"one", b"two"]
