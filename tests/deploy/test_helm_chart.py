@@ -254,7 +254,7 @@ def test_the_node_runs_as_the_contract_says(rendered: dict[str, list[Manifest]])
     assert container["args"] == ["server"]
     assert "command" not in container  # the image's entrypoint is `leveret`
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"amqp": 5672, "management": 15672, "cluster": 25672}
+    assert ports == {"amqp": 5672, "management": 15672, "cluster": 25672, "data": 25673}
     assert pod["terminationGracePeriodSeconds"] == 120
     # A Service named leveret-<setting> would otherwise set LEVERET_<SETTING> in every pod.
     assert pod["enableServiceLinks"] is False
@@ -269,6 +269,7 @@ def test_the_node_runs_as_the_contract_says(rendered: dict[str, list[Manifest]])
     assert plain["LEVERET_CONFIG"] == "/etc/leveret/leveret.toml"
     assert plain["LEVERET_JOIN"] == f"{RELEASE}-0.{PEER_DOMAIN}:25672"
     assert plain["LEVERET_CLUSTER_SECRET_FILE"] == "/etc/leveret/secret/cluster-secret"
+    assert plain["LEVERET_DATA_PORT"] == "25673"  # fixed, for network policies
     for variable, key in (
         ("LEVERET_DEFAULT_USER", "default-user"),
         ("LEVERET_DEFAULT_PASS", "default-pass"),
@@ -373,6 +374,7 @@ def test_services(rendered: dict[str, list[Manifest]]) -> None:
         "amqp": 5672,
         "management": 15672,
         "cluster": 25672,
+        "data": 25673,
     }
     client = the(manifests, "Service", RELEASE)["spec"]
     assert client["type"] == "ClusterIP"
@@ -539,7 +541,7 @@ def test_service_monitor_and_network_policy(rendered: dict[str, list[Manifest]])
     assert policy["podSelector"] == {"matchLabels": selector}
     peers, clients = policy["ingress"]
     assert peers["from"] == [{"podSelector": {"matchLabels": selector}}]
-    assert [p["port"] for p in peers["ports"]] == ["cluster", "management"]
+    assert [p["port"] for p in peers["ports"]] == ["cluster", "data", "management"]
     assert [p["port"] for p in clients["ports"]] == ["amqp", "management"]
     assert clients["from"] == [
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "apps"}}}
