@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from bench.sections import write_section
-from tests.containers.pods import Load, StatefulSetOnDocker, docker, wait_ready
+from tests.containers.pods import Load, StatefulSetOnDocker, docker, start_seed_last, wait_ready
 from tests.deploy.chart import render, required_module
 from tests.support.docker_engine import DockerEngine
 from tests.support.node import REPO
@@ -57,14 +57,7 @@ def chart_figures(image: str) -> dict[str, Any]:
     )
     pods = StatefulSetOnDocker(manifests, image)
     try:
-        for pod in pods.pods:
-            pods.create(pod)
-        began = time.monotonic()
-        for pod in reversed(pods.pods):
-            pods.start(pod)
-        for pod in pods.pods:
-            wait_ready(pods, pod)
-        formed = time.monotonic() - began
+        formed = start_seed_last(pods)
         env = pods.env(pods.pods[0])
         load = Load(pods, env["LEVERET_DEFAULT_USER"], env["LEVERET_DEFAULT_PASS"])
         workers = [threading.Thread(target=load.write_metadata, daemon=True)]

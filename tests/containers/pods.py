@@ -290,3 +290,16 @@ class Load:
     def longest_write_gap(self) -> float:
         times = self.write_times
         return max((later - earlier for earlier, later in itertools.pairwise(times)), default=0.0)
+
+
+def start_seed_last(pods: StatefulSetOnDocker) -> float:
+    """Create and start every pod, the joiners first and pod 0 (everyone's seed) last; the
+    seconds until all are ready."""
+    for pod in pods.pods:
+        pods.create(pod)
+    began = time.monotonic()
+    for pod in reversed(pods.pods):
+        pods.start(pod)
+    for pod in pods.pods:
+        wait_ready(pods, pod)
+    return time.monotonic() - began

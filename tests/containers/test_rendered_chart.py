@@ -5,7 +5,6 @@ longer than an election, and a killed pod rejoins with its data."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 
 import pika
@@ -18,6 +17,7 @@ from tests.containers.pods import (
     Load,
     StatefulSetOnDocker,
     docker,
+    start_seed_last,
     wait_ready,
 )
 from tests.deploy.chart import render, required_module
@@ -44,15 +44,7 @@ def test_pods_form_one_cluster_survive_a_rolling_restart_and_rejoin(
 ) -> None:
     env = pods.env(pods.pods[0])
     user, password = env["LEVERET_DEFAULT_USER"], env["LEVERET_DEFAULT_PASS"]
-    for pod in pods.pods:
-        pods.create(pod)
-    # The pods that join start first; pod 0, which they all name as their seed, comes last.
-    began = time.monotonic()
-    for pod in reversed(pods.pods):
-        pods.start(pod)
-    for pod in pods.pods:
-        wait_ready(pods, pod)
-    formed_in = time.monotonic() - began
+    formed_in = start_seed_last(pods)
     names = sorted(f"leveret@{pod.fqdn}" for pod in pods.pods)
     for pod in pods.pods:
         assert sorted(pods.status(pod)["running_nodes"]) == names
