@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.docker_engine import DockerEngine, DockerUnavailable
+from tests.support.docker_engine import DockerEngine, DockerUnavailable, host_networking
 from tests.support.node import REPO
 
 IMAGE = "leveret:test"
@@ -29,6 +29,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def docker_engine() -> Iterator[DockerEngine]:
     engine = DockerEngine()
+    before = host_networking()
     try:
         engine.start()
     except DockerUnavailable as why:
@@ -40,7 +41,10 @@ def docker_engine() -> Iterator[DockerEngine]:
     try:
         yield engine
     finally:
+        owned = engine.owned
         engine.stop()
+        if owned:  # the host is as the tests found it
+            assert host_networking() == before
 
 
 @pytest.fixture(scope="session")

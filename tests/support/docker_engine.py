@@ -47,6 +47,7 @@ class DockerEngine:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._ip_forward: str | None = None
         self._rules: dict[str, str] = {}
+        self._policies: list[list[str]] = []  # [chain, policy] of the built-in chains
         self._had_docker0 = False
 
     def start(self) -> DockerEngine:
@@ -98,6 +99,12 @@ class DockerEngine:
             )
             if saved.returncode == 0:
                 self._rules[table] = saved.stdout
+        # iptables-save prints nothing for a table nobody has used yet, yet dockerd then sets
+        # its FORWARD policy to DROP: keep the built-in chains' policies apart.
+        listed = subprocess.run(["iptables", "-S"], capture_output=True, text=True, check=False)
+        self._policies = [
+            line.split()[1:3] for line in listed.stdout.splitlines() if line.startswith("-P ")
+        ]
         self._had_docker0 = Path("/sys/class/net/docker0").exists()
 
     def _restore_host_networking(self) -> None:
@@ -105,8 +112,20 @@ class DockerEngine:
             # Flush what dockerd added (its chains too), then load the table as it was.
             subprocess.run(["iptables", "-t", table, "-F"], capture_output=True, check=False)
             subprocess.run(["iptables", "-t", table, "-X"], capture_output=True, check=False)
-            subprocess.run(["iptables-restore", "-T", table], input=rules, text=True, check=False)
+            if rules.strip():
+                subprocess.run(
+                    ["iptables-restore", "-T", table], input=rules, text=True, check=False
+                )
+        for chain, policy in self._policies:
+            subprocess.run(["iptables", "-P", chain, policy], capture_output=True, check=False)
         if self._ip_forward is not None:
             _IP_FORWARD.write_text(self._ip_forward + "\n")
         if not self._had_docker0 and Path("/sys/class/net/docker0").exists():
             subprocess.run(["ip", "link", "delete", "docker0"], capture_output=True, check=False)
+
+
+def host_networking() -> tuple[str, list[str], bool]:
+    """What dockerd changes on the host: IP forwarding, the built-in chains' policies, docker0."""
+    listed = subprocess.run(["iptables", "-S"], capture_output=True, text=True, check=False)
+    policies = [line for line in listed.stdout.splitlines() if line.startswith("-P ")]
+    return _IP_FORWARD.read_text().strip(), policies, Path("/sys/class/net/docker0").exists()
