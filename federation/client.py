@@ -45,6 +45,13 @@ _IGNORED = frozenset({(10 << 16) | 60, (10 << 16) | 61})  # connection.blocked /
 _ACCESS_REFUSED = 403
 # Missed heartbeat intervals after which the upstream counts as gone (RabbitMQ's rule: two).
 _MISSED_HEARTBEATS = 2
+# The largest frame this client accepts (it never offers more in connection.tune-ok), and the
+# largest message (RabbitMQ's own ceiling): an upstream that announces more is refused before
+# anything of it is kept, so a broken or hostile upstream cannot make the buffer grow unbounded.
+_MAX_FRAME = DEFAULT_FRAME_MAX
+_MAX_BODY = 512 * 1024 * 1024
+# What the next content frame of the open channel may be.
+_EXPECT_METHOD, _EXPECT_HEADER, _EXPECT_BODY = 0, 1, 2
 
 
 class UpstreamClosed(Exception):
@@ -130,6 +137,7 @@ class _Protocol(asyncio.Protocol):
         self._header = b""
         self._body: list[bytes] = []
         self._body_left = 0
+        self._expect = _EXPECT_METHOD
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
@@ -147,6 +155,9 @@ class _Protocol(asyncio.Protocol):
         channel_open = self.channel
         while length - position >= 8:
             kind, channel, size = _UNPACK_HEAD(buffer, position)
+            if size > _MAX_FRAME:
+                self._protocol_error(f"a frame of {size} bytes, above frame_max {_MAX_FRAME}")
+                return
             end = position + 7 + size
             if end >= length:
                 break
@@ -158,33 +169,60 @@ class _Protocol(asyncio.Protocol):
             if channel != channel_open and kind != FRAME_HEARTBEAT and channel:
                 continue  # a channel closed earlier: its last frames mean nothing now
             if kind == FRAME_BODY:
+                if self._expect != _EXPECT_BODY or size > self._body_left:
+                    self._protocol_error("a body frame out of place")
+                    return
                 self._body.append(bytes(buffer[start:end]))
                 self._body_left -= size
-                if self._body_left <= 0:
+                if not self._body_left:
                     body = self._body
                     self._body = []
+                    self._expect = _EXPECT_METHOD
                     self._delivered(body[0] if len(body) == 1 else b"".join(body))
             elif kind == FRAME_HEADER:
+                if self._expect != _EXPECT_HEADER or size < 14:
+                    self._protocol_error("a content header out of place")
+                    return
                 self._header = bytes(buffer[start:end])
                 self._body_left = _UNPACK_Q(buffer, start + 4)[0]
+                if self._body_left > _MAX_BODY:
+                    self._protocol_error(f"a message of {self._body_left} bytes")
+                    return
+                self._expect = _EXPECT_BODY
                 if not self._body_left:
+                    self._expect = _EXPECT_METHOD
                     self._delivered(b"")
             elif kind == FRAME_METHOD:
+                if self._expect != _EXPECT_METHOD or size < 4:
+                    self._protocol_error("a method frame inside a message")
+                    return
                 if _UNPACK_I(buffer, start)[0] == _DELIVER:
-                    offset = start + 5 + buffer[start + 4]  # past the consumer tag
-                    self._tag, redelivered = _UNPACK_QB(buffer, offset)
-                    self._redelivered = bool(redelivered & 1)
-                    offset += 10
-                    size = buffer[offset - 1]
-                    self._exchange = buffer[offset : offset + size].decode()
-                    offset += size + 1
-                    self._routing_key = buffer[offset : offset + buffer[offset - 1]].decode()
+                    try:
+                        self._parse_deliver(buffer, start, end)
+                    except (struct.error, IndexError, UnicodeDecodeError):
+                        self._protocol_error("a malformed basic.deliver")
+                        return
+                    self._expect = _EXPECT_HEADER
                 else:
                     self._method(channel, bytes(buffer[start:end]))
             elif kind != FRAME_HEARTBEAT:
                 self._protocol_error(f"unexpected frame type {kind}")
                 return
         del buffer[:position]
+
+    def _parse_deliver(self, buffer: bytearray, start: int, end: int) -> None:
+        """basic.deliver's fields, read in place (the consumer tag is skipped)."""
+        offset = start + 5 + buffer[start + 4]  # past the consumer tag
+        self._tag, redelivered = _UNPACK_QB(buffer, offset)
+        self._redelivered = bool(redelivered & 1)
+        offset += 10
+        size = buffer[offset - 1]
+        self._exchange = buffer[offset : offset + size].decode()
+        offset += size + 1
+        size = buffer[offset - 1]
+        if offset + size > end:
+            raise IndexError("basic.deliver runs past its frame")
+        self._routing_key = buffer[offset : offset + size].decode()
 
     def _delivered(self, body: bytes) -> None:
         handler = self.on_delivery
@@ -213,6 +251,7 @@ class _Protocol(asyncio.Protocol):
             channel_close = cast(m.ChannelClose, method)
             self.write(method_frame(channel, m.ChannelCloseOk()))
             self.channel = 0
+            self._expect, self._body = _EXPECT_METHOD, []  # a message cut short stays unread
             self.fail(UpstreamClosed(channel_close.reply_code, channel_close.reply_text))
         elif key == _CANCEL:
             # The upstream queue went away (or was cancelled by an operator): start again.
