@@ -34,6 +34,8 @@ MAX_FRAME_BYTES = MAX_MESSAGE_BYTES
 # Until a peer has proved it knows the secret, it can make this node hold no more than this.
 HANDSHAKE_FRAME_BYTES = 4096
 HANDSHAKE_SECONDS = 5.0
+# ...and no more than this many connections may be waiting to prove it at once.
+MAX_HANDSHAKES = 64
 # An empty frame goes out after this long without output; a connection that brought nothing
 # for SILENT_SECONDS is dead (gRPC's keepalive found that within 2 + 3 s).
 HEARTBEAT_SECONDS = 1.0
@@ -195,17 +197,50 @@ class DataConnection(asyncio.Protocol):
 Accept = Callable[[Caller, DataConnection], Receiver]
 
 
+class _Handshakes:
+    """How many accepted connections have not proved themselves yet: each is small and brief
+    (HANDSHAKE_FRAME_BYTES, HANDSHAKE_SECONDS), and their number is bounded too, so a flood of
+    unauthenticated connections cannot take a node's file descriptors or memory."""
+
+    def __init__(self) -> None:
+        self.limit = MAX_HANDSHAKES
+        self.pending = 0
+
+
 class _Accepted(DataConnection):
-    def __init__(self, verifier: CallVerifier, accept: Accept, throttle: LogThrottle) -> None:
+    def __init__(
+        self,
+        verifier: CallVerifier,
+        accept: Accept,
+        throttle: LogThrottle,
+        handshakes: _Handshakes,
+    ) -> None:
         super().__init__({_HELLO: queues_pb2.Hello.FromString})
         self._verifier = verifier
         self._accept = accept
         self._throttle = throttle
+        self._handshakes = handshakes
+        self._in_handshake = False
         self._nonce = secrets.token_hex(16)
         self._deadline: asyncio.TimerHandle | None = None
 
+    def _end_handshake(self) -> None:
+        if self._in_handshake:
+            self._in_handshake = False
+            self._handshakes.pending -= 1
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
+        handshakes = self._handshakes
+        if handshakes.pending >= handshakes.limit:
+            if self._throttle.allows("handshakes"):
+                log.warning(
+                    "refusing data connections: %d already wait to authenticate", handshakes.limit
+                )
+            cast(asyncio.Transport, transport).abort()
+            return
+        handshakes.pending += 1
+        self._in_handshake = True
         challenge = queues_pb2.FromHome(challenge=queues_pb2.Challenge(nonce=self._nonce))
         self.write(challenge.SerializeToString())
         self._deadline = self._loop.call_later(
@@ -215,6 +250,7 @@ class _Accepted(DataConnection):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._deadline is not None:
             self._deadline.cancel()
+        self._end_handshake()
         super().connection_lost(exc)
 
     def _frame(self, field: int, message: Any) -> None:
@@ -222,6 +258,7 @@ class _Accepted(DataConnection):
             self._receiver.received(message)
             return
         # The first frame, and the only one a Hello may be in.
+        self._end_handshake()
         verdict = self._verifier.verify(
             f"{DATA_PATH}/{self._nonce}",
             ((NODE_KEY, message.node), (ADDRESS_KEY, message.address), (AUTH_KEY, message.auth)),
@@ -256,9 +293,9 @@ async def serve_data(
 ) -> asyncio.Server:
     """Accept data connections on bind:port (0: any free port); `accept` is called for each
     that proved it knows the cluster secret."""
-    throttle = LogThrottle()
+    throttle, handshakes = LogThrottle(), _Handshakes()
     return await asyncio.get_running_loop().create_server(
-        lambda: _Accepted(verifier, accept, throttle),
+        lambda: _Accepted(verifier, accept, throttle, handshakes),
         bind or None,
         port,
         ssl=tls,

@@ -291,3 +291,32 @@ def test_frames_go_over_tls_when_the_cluster_uses_it(tmp_path: Path) -> None:
             server.close()
 
     run(scenario)
+
+
+def test_connections_awaiting_authentication_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(data_connection, "MAX_HANDSHAKES", 2)
+
+    async def scenario() -> None:
+        async with Home() as home:
+            waiting = [await raw_client(home.port) for _ in range(2)]
+            # A third is cut off at once, without a challenge: the first two hold the slots.
+            reader, writer = await asyncio.open_connection("127.0.0.1", home.port)
+            assert await closed_by_peer(reader, timeout=3)
+            writer.close()
+            # One of the two goes: its slot frees, and a peer with the secret gets in.
+            waiting[0][1].close()
+            connection = None
+            for _ in range(50):  # until the home has seen the close and freed the slot
+                try:
+                    connection = await open_data(
+                        "a@localhost", "127.0.0.1", home.port, signer(), Collector(), None, 5
+                    )
+                    break
+                except (DataRefused, OSError, TimeoutError):
+                    await asyncio.sleep(0.05)
+            assert connection is not None
+            await until(lambda: len(home.accepted) == 1)
+            connection.close()
+            waiting[1][1].close()
+
+    run(scenario)
