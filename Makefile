@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,fast,dev]'
+	$(PY) -m pip install -q -e '.[test,fast,dev,spark]'
 	touch $@
 
 .PHONY: venv run cluster test test-slow bench bench-cluster bench-federation bench-containers lint

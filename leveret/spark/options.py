@@ -1,0 +1,84 @@
+"""The connector's options, read and checked once, with errors that name the option."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+class OptionError(ValueError):
+    """An option is missing or wrong; the text names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    uri: str
+    queues: tuple[str, ...]
+    prefetch: int  # unacknowledged messages the broker may send ahead
+    max_messages: int  # per batch (a micro-batch, or a batch read)
+    max_bytes: int  # of bodies per batch
+    priority: int  # the consumer's x-priority: a pipeline may yield to other consumers
+    acknowledge: bool  # a batch read: acknowledge what it read, or leave it queued (peek)
+    wait_seconds: float  # how long a read waits for the first message
+
+
+@dataclass(frozen=True, slots=True)
+class SinkOptions:
+    uri: str
+    exchange: str  # unless a row has an exchange column
+    routing_key: str  # unless a row has a routing_key column
+    persistent: bool  # delivery_mode 2 unless a row says otherwise
+
+
+def _number(options: Mapping[str, str], name: str, default: int, low: int = 0) -> int:
+    text = options.get(name)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise OptionError(f"option '{name}' must be an integer, not {text!r}") from None
+    if value < low:
+        raise OptionError(f"option '{name}' must be at least {low}, not {value}")
+    return value
+
+
+def _uri(options: Mapping[str, str]) -> str:
+    uri = options.get("uri")
+    if not uri:
+        raise OptionError("option 'uri' is required, e.g. amqp://user:password@host:5672/%2F")
+    if not uri.startswith(("amqp://", "amqps://")):
+        raise OptionError(f"option 'uri' must be an amqp:// or amqps:// URI, not {uri!r}")
+    return uri
+
+
+def source_options(options: Mapping[str, str]) -> SourceOptions:
+    queues = tuple(q.strip() for q in (options.get("queue") or "").split(",") if q.strip())
+    if not queues:
+        raise OptionError("option 'queue' is required (one queue, or several separated by commas)")
+    ack = (options.get("ack") or "true").lower()
+    if ack not in ("true", "false"):
+        raise OptionError(f"option 'ack' must be true or false, not {ack!r}")
+    wait_ms = _number(options, "waitMs", 1000)
+    return SourceOptions(
+        uri=_uri(options),
+        queues=queues,
+        prefetch=_number(options, "prefetch", 1000, 1),
+        max_messages=_number(options, "maxMessages", 10_000, 1),
+        max_bytes=_number(options, "maxBytes", 64 * 1024 * 1024, 1),
+        priority=_number(options, "priority", 0, -(2**31)),
+        acknowledge=ack == "true",
+        wait_seconds=wait_ms / 1000,
+    )
+
+
+def sink_options(options: Mapping[str, str]) -> SinkOptions:
+    persistent = (options.get("persistent") or "true").lower()
+    if persistent not in ("true", "false"):
+        raise OptionError(f"option 'persistent' must be true or false, not {persistent!r}")
+    return SinkOptions(
+        uri=_uri(options),
+        exchange=options.get("exchange") or "",
+        routing_key=options.get("routingKey") or options.get("queue") or "",
+        persistent=persistent == "true",
+    )
