@@ -8,7 +8,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test,fast,dev,spark]'
 	touch $@
 
-.PHONY: venv run cluster test test-slow bench bench-cluster bench-federation bench-containers lint
+.PHONY: venv run cluster test test-slow bench bench-cluster bench-federation bench-containers spark-example lint
 venv: $(VENV)/.installed
 
 run: venv
@@ -36,7 +36,7 @@ bench-cluster: venv
 bench-federation: venv
 	$(PY) -m bench.federation --write
 
-LINTED := leveret cluster federation tests bench proto/metadata_schema.py
+LINTED := leveret cluster federation tests bench examples proto/metadata_schema.py
 
 lint: venv
 	$(VENV)/bin/ruff check $(LINTED)
@@ -46,3 +46,7 @@ lint: venv
 # Image size and startup, and the Helm chart's pods run on Docker (formation, rolling restart).
 bench-containers: venv
 	$(PY) -m bench.containers --write
+
+# A Spark streaming pipeline (examples/spark_pipeline.py) run against a node it starts itself.
+spark-example: venv
+	$(PY) examples/spark_pipeline.py
