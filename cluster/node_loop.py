@@ -245,18 +245,30 @@ class RaftLoop:
         self._take(ready)
 
     async def _handle(self, readies: list[Ready]) -> None:
+        vote_before = self._durable_vote
+        early = [message for ready in readies for message in ready.early_messages]
         if self._needs_fsync(readies):
+            if early and self._durable_vote == vote_before:
+                # A leader's appends go out while it writes them (it counts itself towards
+                # their commit only once they are durable: see `persisted` below).
+                self._send(early)
+                early = []
             await asyncio.to_thread(self._persist, readies)
         else:
             for ready in readies:
                 if ready.must_persist:
                     self._storage.write(ready)
+        if early:
+            self._send(early)
         for ready in readies:
             if ready.messages:
                 self._send(ready.messages)
         for ready in readies:
             self._apply(ready)
         self._release_applied_waiters()
+        last = _last_entry(readies)
+        if last is not None:
+            self._take(self.raft.persisted(last.index, last.term))
         self._maybe_snapshot()
 
     def _needs_fsync(self, readies: list[Ready]) -> bool:
@@ -345,6 +357,20 @@ class RaftLoop:
                 changed.set_result(None)
             for listener in self.change_listeners:
                 listener()
+
+
+def _last_entry(readies: list[Ready]) -> Entry | None:
+    """The last entry the batch left in the log (None if it wrote none or cut them off)."""
+    last: Entry | None = None
+    for ready in readies:
+        if last is not None and (
+            (ready.truncate_from is not None and ready.truncate_from <= last.index)
+            or (ready.snapshot is not None and ready.snapshot.index >= last.index)
+        ):
+            last = None
+        if ready.entries:
+            last = ready.entries[-1]
+    return last
 
 
 def _new_future() -> asyncio.Future[Any]:
