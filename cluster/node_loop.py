@@ -3,6 +3,7 @@
 Every call into the Raft core returns a Ready; the loop gathers them and handles them in order:
 all their entries and hard states are written and fsynced once, in a worker thread (so the event
 loop keeps serving clients), then their messages are sent, then committed entries are applied.
+A batch that only moves the commit index is written without waiting for the disk.
 Proposals and reads are futures resolved when their entry is applied or their read confirmed.
 """
 
@@ -91,6 +92,8 @@ class RaftLoop:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._last_view: tuple[Role, str | None, int, tuple[str, ...]] | None = None
+        # The term and vote last handed to storage with an fsync (None: not yet this run).
+        self._durable_vote: tuple[int, str | None] | None = None
         self.failure: BaseException | None = None
         # Called after each change of role, leader, term or voters.
         self.change_listeners: list[Callable[[], None]] = []
@@ -242,15 +245,52 @@ class RaftLoop:
         self._take(ready)
 
     async def _handle(self, readies: list[Ready]) -> None:
-        if any(ready.must_persist for ready in readies):
+        vote_before = self._durable_vote
+        early = [message for ready in readies for message in ready.early_messages]
+        if self._needs_fsync(readies):
+            if early and self._durable_vote == vote_before:
+                # A leader's appends go out while it writes them (it counts itself towards
+                # their commit only once they are durable: see `persisted` below).
+                self._send(early)
+                early = []
             await asyncio.to_thread(self._persist, readies)
+        else:
+            for ready in readies:
+                if ready.must_persist:
+                    self._storage.write(ready)
+        if early:
+            self._send(early)
         for ready in readies:
             if ready.messages:
                 self._send(ready.messages)
         for ready in readies:
             self._apply(ready)
         self._release_applied_waiters()
+        last = _last_entry(readies)
+        if last is not None:
+            self._take(self.raft.persisted(last.index, last.term))
         self._maybe_snapshot()
+
+    def _needs_fsync(self, readies: list[Ready]) -> bool:
+        """Whether the batch must be on disk before its messages go out.
+
+        A batch whose only change to stable storage is a higher commit index need not wait for
+        the disk: the commit index is Raft's volatile state (it is stored only to apply less
+        again after a restart, and a node that lost it learns it again from the leader). Such a
+        batch is written without an fsync and reaches the disk with the next one; records are
+        appended in order, so a commit index on disk never names entries that are not.
+        """
+        needed = False
+        for ready in readies:
+            if ready.entries or ready.truncate_from is not None or ready.snapshot is not None:
+                needed = True
+            hard_state = ready.hard_state
+            if hard_state is not None:
+                vote = (hard_state.term, hard_state.vote)
+                if vote != self._durable_vote:
+                    needed = True
+                    self._durable_vote = vote
+        return needed
 
     def _persist(self, readies: list[Ready]) -> None:
         for ready in readies:
@@ -317,6 +357,20 @@ class RaftLoop:
                 changed.set_result(None)
             for listener in self.change_listeners:
                 listener()
+
+
+def _last_entry(readies: list[Ready]) -> Entry | None:
+    """The last entry the batch left in the log (None if it wrote none or cut them off)."""
+    last: Entry | None = None
+    for ready in readies:
+        if last is not None and (
+            (ready.truncate_from is not None and ready.truncate_from <= last.index)
+            or (ready.snapshot is not None and ready.snapshot.index >= last.index)
+        ):
+            last = None
+        if ready.entries:
+            last = ready.entries[-1]
+    return last
 
 
 def _new_future() -> asyncio.Future[Any]:

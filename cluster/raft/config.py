@@ -19,6 +19,10 @@ class RaftConfig:
     max_inflight: int = 64
     # Ticks a leader waits for a snapshot to be acknowledged before offering it again.
     snapshot_retry_ticks: int = 20
+    # Let a leader's appends go out while its own write of them is still under way (Ongaro's
+    # thesis, 10.2.1): its Readies carry them in `early_messages`, and it counts itself towards
+    # a commit only for the entries its caller reports durable with `RaftNode.persisted`.
+    parallel_leader_persist: bool = False
 
     def __post_init__(self) -> None:
         if self.heartbeat_tick < 1 or self.election_tick <= self.heartbeat_tick:

@@ -52,6 +52,9 @@ class RaftStatus:
 
 
 _FROM_LEADER = (AppendEntries, Heartbeat, InstallSnapshot)
+# What a leader may send before its own log write is durable: nothing in them vouches for that
+# write (a leader's term and vote were made durable before its election).
+_EARLY = (AppendEntries, Heartbeat, InstallSnapshot, TimeoutNow)
 
 
 class RaftNode:
@@ -96,6 +99,8 @@ class RaftNode:
         self._transferee: str | None = None
         self._transfer_elapsed = 0
         self._pending_conf_index = 0
+        # As leader with parallel_leader_persist: the last entry of its term known durable here.
+        self._durable_own = 0
         self._reads = ReadIndexTracker()
         self._reads_awaiting_commit: list[bytes] = []
         if self._is_blank(stored) and peers:
@@ -173,7 +178,16 @@ class RaftNode:
         unpersisted = self._log.take_unpersisted()
         hard_state = HardState(self._term, self._vote, self._commit)
         changed_hard_state = None if hard_state == self._saved_hard_state else hard_state
+        same_vote = (hard_state.term, hard_state.vote) == (
+            self._saved_hard_state.term,
+            self._saved_hard_state.vote,
+        )
         self._saved_hard_state = hard_state
+        messages: tuple[Message, ...] = tuple(self._messages)
+        early: tuple[Message, ...] = ()
+        if self._config.parallel_leader_persist and same_vote:
+            early = tuple(m for m in messages if isinstance(m, _EARLY))
+            messages = tuple(m for m in messages if not isinstance(m, _EARLY))
         if unpersisted.snapshot is not None and unpersisted.snapshot.index > self._applied:
             # The caller restores its state machine from this snapshot before applying more.
             self._applied = unpersisted.snapshot.index
@@ -184,9 +198,10 @@ class RaftNode:
             entries=unpersisted.entries,
             truncate_from=unpersisted.truncate_from,
             snapshot=unpersisted.snapshot,
-            messages=tuple(self._messages),
+            messages=messages,
             committed=committed,
             read_states=tuple(self._read_states),
+            early_messages=early,
         )
         self._messages.clear()
         self._read_states.clear()
@@ -273,6 +288,24 @@ class RaftNode:
         else:
             # Until its no-op commits, a new leader does not know the full committed index.
             self._reads_awaiting_commit.append(context)
+        return self.ready()
+
+    def persisted(self, index: int, term: int) -> Ready:
+        """Tell the node that its log is durable up to `index`, whose entry has `term`.
+
+        Only a leader with `parallel_leader_persist` needs this: it counts itself towards a
+        commit only for its own entries reported here. Stale reports (another term, a log that
+        changed since) are ignored.
+        """
+        if (
+            self._role is Role.LEADER
+            and term == self._term
+            and index > self._durable_own
+            and self._log.term_at(index) == term
+        ):
+            self._durable_own = index
+            if self._maybe_commit():
+                self._broadcast_append()
         return self.ready()
 
     def compact(self, index: int, data: bytes) -> Ready:
@@ -436,6 +469,7 @@ class RaftNode:
         self._sync_progress()
         # Any membership change not yet known to be committed counts as still in progress.
         self._pending_conf_index = self._log.last_index
+        self._durable_own = 0
         self._append([(EntryKind.NOOP, b"")])
 
     def _bootstrap(self, peers: Sequence[str]) -> None:
@@ -599,7 +633,7 @@ class RaftNode:
             return False
         matches = sorted(
             (
-                self._log.last_index if voter == self.id else self._progress[voter].match
+                self._own_match() if voter == self.id else self._progress[voter].match
                 for voter in self._voters
             ),
             reverse=True,
@@ -611,6 +645,12 @@ class RaftNode:
         self._commit = candidate
         self._after_commit_advanced()
         return True
+
+    def _own_match(self) -> int:
+        if self._config.parallel_leader_persist:
+            # Only what is durable here counts: the entries may still be on their way to disk.
+            return self._durable_own
+        return self._log.last_index
 
     def _after_commit_advanced(self) -> None:
         if self._reads_awaiting_commit and self._committed_in_current_term():

@@ -29,6 +29,10 @@ class Ready:
     `snapshot` is newer than the applied state, restore the state machine from it; then apply
     `committed` in order. Readies must be handled in the order they were returned; several may be
     persisted with one fsync before any of their messages go out.
+
+    `early_messages` (only with `RaftConfig.parallel_leader_persist`) are a leader's appends,
+    heartbeats, snapshots and transfer requests: they may go out before or while this batch is
+    persisted. Once it is, the caller reports so with `RaftNode.persisted`.
     """
 
     hard_state: HardState | None = None
@@ -38,6 +42,7 @@ class Ready:
     messages: tuple[Message, ...] = ()
     committed: tuple[Entry, ...] = ()
     read_states: tuple[ReadState, ...] = ()
+    early_messages: tuple[Message, ...] = ()
 
     @property
     def must_persist(self) -> bool:
@@ -52,4 +57,10 @@ class Ready:
     @property
     def is_empty(self) -> bool:
         """Whether the caller has nothing to do for this batch."""
-        return not (self.must_persist or self.messages or self.committed or self.read_states)
+        return not (
+            self.must_persist
+            or self.messages
+            or self.early_messages
+            or self.committed
+            or self.read_states
+        )
