@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +14,7 @@ from .amqp import methods as m
 from .amqp.errors import AMQPError, ReplyCode, access_refused, not_found, precondition_failed
 from .amqp.fields import argument_types
 from .amqp.frames import content_frames, deliver_frames, get_ok_frames, method_frame, shortstr
+from .confirms import Confirms
 from .declare_rules import FIELD_TYPE_NAMES
 from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, with_reply_address
 from .message import Message, check_properties, sender_selected
@@ -57,18 +57,9 @@ class Channel:
         # Unacknowledged consumer deliveries: what a global prefetch limits (basic.get's are not).
         self._consumer_unacked = 0
         self.confirming = False
-        self._publish_seq = 0  # last publish sequence number in confirm mode
-        self._confirmed_upto = 0  # every sequence number up to this one has been acked
-        # Publishes of this read batch that wait for an fsync before they may be confirmed, and
-        # how many such batches are still waiting (confirms go out in order, as multiple acks).
+        self.confirms = Confirms()  # in confirm mode
+        # Publishes of this read batch wait for an fsync before they may be confirmed.
         self._batch_needs_sync = False
-        self._syncs_pending = 0
-        self._rejected: set[int] = set()  # publish sequence numbers to nack
-        self._durable_upto = 0  # the last publish the finished fsyncs covered
-        # Publishes forwarded to other nodes and not yet taken there: how many home nodes each
-        # still waits for, and their sequence numbers in order (confirms may not pass the first).
-        self._remote_waiting: dict[int, int] = {}
-        self._remote_order: deque[int] = deque()
         self._confirm_scheduled = False
         self.transactional = False
         self._tx_publishes: list[tuple[Message, list[ClassicQueue | RemoteQueue], bool]] = []
@@ -775,7 +766,7 @@ class Channel:
             method.exchange, method.routing_key, message, method.ids, extra_keys
         )
         if self.confirming:
-            self._publish_seq += 1
+            self.confirms.next_seq()
         if self.transactional:
             self._tx_publishes.append((message, queues, method.mandatory))
             return
@@ -783,7 +774,7 @@ class Channel:
 
     def _publish_reply(self, message: Message, mandatory: bool) -> None:
         if self.confirming:
-            self._publish_seq += 1
+            self.confirms.next_seq()
         requester = self.session.broker.direct_reply.channel_for(message.routing_key)
         if requester is not None and not requester.closed:
             requester.deliver_reply(message)
@@ -825,20 +816,20 @@ class Channel:
             if outcome & REJECTED and self.confirming:
                 # A queue at its length limit refused it: the publisher gets a nack, although
                 # the other queues it was routed to keep their copy (as RabbitMQ).
-                self._rejected.add(self._publish_seq)
+                self.confirms.reject(self.confirms.published)
 
     def _forward(self, message: Message, queues: list[RemoteQueue]) -> bool:
         """Send `message` to the home nodes of `queues`; False if none of them is up."""
         waiter = self if self.confirming or self.transactional else None
-        seq = self._publish_seq if self.confirming else 0
+        seq = self.confirms.published if self.confirming else 0
         sent = self.vhost.forward(queues, message, waiter, seq)
         for link in sent:
             if link.congested:
                 self.session.throttle(link)
         if sent and waiter is not None:
             if self.confirming:
-                self._remote_waiting[seq] = len(sent)
-                self._remote_order.append(seq)
+                for _ in sent:
+                    self.confirms.expect(seq)
             else:
                 self._tx_remote += len(sent)
         return bool(sent)
@@ -855,16 +846,8 @@ class Channel:
                 self._commit_step()
             return
         if not taken:
-            self._rejected.add(seq)
-        waiting = self._remote_waiting
-        left = waiting[seq] - 1
-        if left:
-            waiting[seq] = left
-            return
-        del waiting[seq]
-        order = self._remote_order
-        while order and order[0] not in waiting:
-            order.popleft()
+            self.confirms.reject(seq)
+        self.confirms.confirm(seq)
         if not self._confirm_scheduled:
             # One basic.ack for all the home node confirmed in this turn of the loop.
             self._confirm_scheduled = True
@@ -893,49 +876,23 @@ class Channel:
             self._batch_needs_sync = False
             stores = self.session.broker.stores
             if stores is not None:
-                self._syncs_pending += 1
-                upto = self._publish_seq
+                upto = self.confirms.hold()
                 stores.committer.call_when_durable(lambda error: self._synced(upto, error))
         self._confirm_ready()
 
     def _synced(self, upto: int, error: BaseException | None) -> None:
-        self._syncs_pending -= 1
-        if self.closed:
-            return
-        if error is not None:
-            # The store could not make these durable: the publisher must resend them.
-            self._rejected.update(range(self._durable_upto + 1, upto + 1))
-        self._durable_upto = upto
-        self._confirm_ready()
+        # The store could not make these durable on error: the publisher must resend them.
+        self.confirms.durable(upto, error is None)
+        if not self.closed:
+            self._confirm_ready()
 
     def _confirm_ready(self) -> None:
-        upto = self._durable_upto if self._syncs_pending else self._publish_seq
-        if self._remote_order:
-            upto = min(upto, self._remote_order[0] - 1)
-        self._confirm_upto(upto)
-
-    def _confirm_upto(self, upto: int) -> None:
-        if upto <= self._confirmed_upto:
-            return
-        if self._rejected:
-            # Nack each refused publish alone; ack the runs between them as multiple acks.
-            for seq in sorted(r for r in self._rejected if r <= upto):
-                self._rejected.discard(seq)
-                self._confirm_run(seq - 1)
-                self.reply(m.BasicNack(seq, False, False))
-                self._confirmed_upto = seq
-        self._confirm_run(upto)
-
-    def _confirm_run(self, upto: int) -> None:
-        if upto <= self._confirmed_upto:
-            return
-        multiple = upto - self._confirmed_upto > 1
-        self._confirmed_upto = upto
-        self.reply(m.BasicAck(upto, multiple))
+        for ack, seq, multiple in self.confirms.settle():
+            self.reply(m.BasicAck(seq, multiple) if ack else m.BasicNack(seq, False, False))
 
     def awaiting_confirms(self) -> bool:
         """Whether publishes read on this channel wait for their basic.ack or basic.nack."""
-        return self.confirming and self._confirmed_upto < self._publish_seq
+        return self.confirming and self.confirms.awaiting()
 
     def _confirm_select(self, method: m.ConfirmSelect) -> None:
         if self.transactional:
