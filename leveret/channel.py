@@ -20,9 +20,11 @@ from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, with_reply_address
 from .message import Message, check_properties, sender_selected
 from .metadata import MetadataStore
 from .names import consumer_tag as new_consumer_tag
-from .queues.classic import REJECTED, STORED, ClassicQueue
+from .queues import queue_type
+from .queues.classic import ClassicQueue
 from .queues.consumer import Consumer
 from .queues.entry import QueueEntry
+from .queues.queue_type import QueueRef
 from .queues.remote import (
     HomeLink,
     LinkDown,
@@ -57,12 +59,13 @@ class Channel:
         # Unacknowledged consumer deliveries: what a global prefetch limits (basic.get's are not).
         self._consumer_unacked = 0
         self.confirming = False
+        self.wants_confirms = False  # confirm mode or a transaction: queues say how they confirm
         self.confirms = Confirms()  # in confirm mode
         # Publishes of this read batch wait for an fsync before they may be confirmed.
         self._batch_needs_sync = False
         self._confirm_scheduled = False
         self.transactional = False
-        self._tx_publishes: list[tuple[Message, list[ClassicQueue | RemoteQueue], bool]] = []
+        self._tx_publishes: list[tuple[Message, list[QueueRef], bool]] = []
         # A commit waits for its fsync and for the home nodes of the queues it published to.
         self._commit_waits = 0
         self._tx_remote = 0  # publishes of the committing transaction not yet taken elsewhere
@@ -781,60 +784,28 @@ class Channel:
         elif mandatory:
             self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
 
-    def _deliver_published(
-        self, message: Message, queues: list[ClassicQueue | RemoteQueue], mandatory: bool
-    ) -> None:
-        local: list[ClassicQueue] = queues  # type: ignore[assignment]
-        if self.vhost.remote_queues and any(type(queue) is RemoteQueue for queue in queues):
-            remote = [queue for queue in queues if type(queue) is RemoteQueue]
-            local = [queue for queue in queues if type(queue) is ClassicQueue]
-            # A queue whose home node is down drops the message, as RabbitMQ's: returned when
-            # mandatory and no queue took it, confirmed all the same.
-            if not self._forward(message, remote) and not local:
-                queues = []
-        if not queues:
-            if mandatory:
-                self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
-            return
-        stores = self.session.broker.stores
-        if stores is not None and len(local) > 1 and len(message.body) >= stores.embed_threshold:
-            durable_targets = sum(1 for queue in local if queue.store is not None)
-            if durable_targets > 1 and message.persistent:
-                # One copy of a large body for every durable queue it goes to.
-                message.stored_body = stores.shared(self.vhost.name).share(message.body)
-        outcome = 0
-        for queue in local:
-            if not queue.deleted:
-                outcome |= queue.publish(message)
-                if queue.congested:
-                    self.session.publishes_to_congested_queue = True
-                    if queue.flow_blocked:
-                        self.session.throttle(queue)
-        if outcome and (self.confirming or self.transactional):
-            if outcome & STORED:
-                self._batch_needs_sync = True
-            if outcome & REJECTED and self.confirming:
-                # A queue at its length limit refused it: the publisher gets a nack, although
-                # the other queues it was routed to keep their copy (as RabbitMQ).
-                self.confirms.reject(self.confirms.published)
-
-    def _forward(self, message: Message, queues: list[RemoteQueue]) -> bool:
-        """Send `message` to the home nodes of `queues`; False if none of them is up."""
-        waiter = self if self.confirming or self.transactional else None
+    def _deliver_published(self, message: Message, queues: list[QueueRef], mandatory: bool) -> None:
         seq = self.confirms.published if self.confirming else 0
-        sent = self.vhost.forward(queues, message, waiter, seq)
-        for link in sent:
-            if link.congested:
-                self.session.throttle(link)
-        if sent and waiter is not None:
-            if self.confirming:
-                for _ in sent:
-                    self.confirms.expect(seq)
-            else:
-                self._tx_remote += len(sent)
-        return bool(sent)
+        taken = bool(queues) and queue_type.deliver(self.vhost, queues, message, self, seq)
+        if mandatory and not taken:
+            self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
 
-    def remote_confirmed(self, seq: int, taken: bool) -> None:
+    # Publisher: what the queues tell of this channel's publishes.
+
+    def stored(self, seq: int) -> None:
+        self._batch_needs_sync = True
+
+    def refused(self, seq: int) -> None:
+        if self.confirming:
+            self.confirms.reject(seq)
+
+    def expect(self, seq: int) -> None:
+        if seq:
+            self.confirms.expect(seq)
+        else:
+            self._tx_remote += 1
+
+    def confirmed(self, seq: int, taken: bool) -> None:
         """A home node took (or could not take) a publish of this channel: `seq` 0 is one of a
         committing transaction's."""
         if self.closed:
@@ -852,6 +823,14 @@ class Channel:
             # One basic.ack for all the home node confirmed in this turn of the loop.
             self._confirm_scheduled = True
             asyncio.get_running_loop().call_soon(self._confirm_remote)
+
+    def congested(self, queue: ClassicQueue) -> None:
+        self.session.publishes_to_congested_queue = True
+        if queue.flow_blocked:
+            self.session.throttle(queue)
+
+    def throttle(self, link: HomeLink) -> None:
+        self.session.throttle(link)
 
     def _confirm_remote(self) -> None:
         self._confirm_scheduled = False
@@ -897,7 +876,7 @@ class Channel:
     def _confirm_select(self, method: m.ConfirmSelect) -> None:
         if self.transactional:
             raise precondition_failed("cannot switch from tx to confirm mode", method.ids)
-        self.confirming = True
+        self.confirming = self.wants_confirms = True
         if not method.no_wait:
             self.reply(m.ConfirmSelectOk())
 
@@ -906,7 +885,7 @@ class Channel:
     def _tx_select(self, method: m.TxSelect) -> None:
         if self.confirming:
             raise precondition_failed("cannot switch from confirm to tx mode", method.ids)
-        self.transactional = True
+        self.transactional = self.wants_confirms = True
         self.reply(m.TxSelectOk())
 
     def _tx_commit(self, method: m.TxCommit) -> None:

@@ -1,0 +1,119 @@
+"""Publishing into the queues a message is routed to, whatever their type (as rabbit_queue_type).
+
+Routing returns queue references: a `ClassicQueue` of this node, or the `RemoteQueue` record of
+one homed on another node. `deliver` hands a message to each in its type's way and tells the
+publisher how its confirm will come: a local queue says whether it waits for the disk or was
+refused; queues of other nodes get one copy per home node, which confirms it later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from .classic import ClassicQueue, Confirming
+from .remote import ConfirmWaiter, HomeLink, HomeLinks, RemoteQueue, by_home_node
+
+if TYPE_CHECKING:
+    from ..message import Message
+    from ..persistence import MessageStores
+
+# What routing returns: a queue of this node, or one homed on another node.
+QueueRef = ClassicQueue | RemoteQueue
+
+
+class Publisher(Confirming, ConfirmWaiter, Protocol):
+    """A channel publishing: how each queue takes its messages, and when to slow down."""
+
+    # Whether it waits for confirms (confirm mode, or a transaction's commit).
+    wants_confirms: bool
+
+    def expect(self, seq: int) -> None:
+        """A home node will confirm `seq` later (see ConfirmWaiter.confirmed)."""
+        ...
+
+    def congested(self, queue: ClassicQueue) -> None:
+        """`queue`'s consumers fall behind (it is `flow_blocked` when they cannot keep up)."""
+        ...
+
+    def throttle(self, link: HomeLink) -> None:
+        """The link to a home node is congested: read no more until it releases the publisher."""
+        ...
+
+
+class Destinations(Protocol):
+    """Where the queues live: the virtual host, its links to other nodes, its message stores."""
+
+    name: str
+    links: HomeLinks | None
+    stores: MessageStores | None
+
+
+def deliver(
+    vhost: Destinations,
+    queues: Sequence[QueueRef],
+    message: Message,
+    publisher: Publisher | None = None,
+    seq: int = 0,
+) -> bool:
+    """Hand `message` to `queues`; False if none could take it, all homed on nodes that are down
+    (the message is dropped, as RabbitMQ's: returned when mandatory, confirmed all the same)."""
+    confirming = publisher if publisher is not None and publisher.wants_confirms else None
+    if len(queues) > 1:
+        _share_body(vhost, queues, message)
+    remote: list[RemoteQueue] | None = None
+    taken = False
+    for queue in queues:
+        if type(queue) is RemoteQueue:
+            if remote is None:
+                remote = [queue]
+            else:
+                remote.append(queue)
+            continue
+        local: ClassicQueue = queue  # type: ignore[assignment]
+        taken = True
+        if local.deleted:
+            continue
+        local.deliver(message, confirming, seq)
+        if local.congested and publisher is not None:
+            publisher.congested(local)
+    if remote is not None:
+        for link in forward(vhost, remote, message, confirming, seq):
+            taken = True
+            if confirming is not None:
+                confirming.expect(seq)
+            if link.congested and publisher is not None:
+                publisher.throttle(link)
+    return taken
+
+
+def forward(
+    vhost: Destinations,
+    queues: list[RemoteQueue],
+    message: Message,
+    waiter: ConfirmWaiter | None = None,
+    seq: int = 0,
+) -> list[HomeLink]:
+    """Send `message` to the home nodes of `queues` that are up; the links it went on.
+
+    `waiter` hears as each home node takes it (dead-lettering, as RabbitMQ's, passes none)."""
+    links = vhost.links
+    if links is None:
+        return []
+    sent = []
+    for home, names in by_home_node(queues).items():
+        link = links.link(home)
+        if link.up:
+            link.publish(vhost.name, names, message, waiter, seq)
+            sent.append(link)
+    return sent
+
+
+def _share_body(vhost: Destinations, queues: Sequence[QueueRef], message: Message) -> None:
+    """One copy of a large persistent body for every durable queue of this node it goes to."""
+    stores = vhost.stores
+    if stores is None or not message.persistent or len(message.body) < stores.embed_threshold:
+        return
+    durable = sum(1 for q in queues if type(q) is ClassicQueue and q.store is not None)
+    if durable > 1:
+        message.stored_body = stores.shared(vhost.name).share(message.body)
