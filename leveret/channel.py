@@ -24,23 +24,17 @@ from .queues import queue_type
 from .queues.classic import ClassicQueue
 from .queues.consumer import Consumer
 from .queues.entry import QueueEntry
-from .queues.queue_type import QueueRef
-from .queues.remote import (
-    HomeLink,
-    LinkDown,
-    QueueStatus,
-    RemoteQueue,
-    RequestKind,
-)
-from .queues.remote_consumer import RemoteQueueHandle
+from .queues.local_type import LocalQueueClient
+from .queues.queue_type import Pending, QueueClient, QueueRef, Settles
+from .queues.remote import HomeLink, RemoteQueue
+from .queues.remote_type import RemoteQueueClient
 
 if TYPE_CHECKING:
     from .session import Session
 
 # An unacknowledged delivery: the queue it came from (a handle on it, for a remote queue), its
 # entry, and its consumer (None for get).
-SettledQueue = ClassicQueue | RemoteQueueHandle
-Unacked = tuple[SettledQueue, QueueEntry, Consumer | None]
+Unacked = tuple[Settles, QueueEntry, Consumer | None]
 
 
 class Channel:
@@ -222,77 +216,33 @@ class Channel:
                 self._check("configure", "queue", method.queue, method)
             declares.queue_declare(self, self.metadata, method)
             return
-        name = rules.strip_cr_lf(method.queue)
+        self.declare_ok(self._client(rules.strip_cr_lf(method.queue), method), method)
+
+    def declare_ok(self, queue: QueueClient, method: m.QueueDeclare) -> None:
+        """declare-ok with the queue's counts (its home node's, for a queue of another node)."""
+
+        def answer(message_count: int, consumer_count: int) -> None:
+            if not method.no_wait:
+                self.reply(m.QueueDeclareOk(queue.name, message_count, consumer_count))
+
+        self._wait(queue.status(answer))
+
+    def _client(self, name: str, method: m.Method) -> QueueClient:
+        """The queue `name` names, this node's or another's (404 or 405 as RabbitMQ's)."""
         remote = self.vhost.remote_queues.get(name)
         if remote is not None:
-            self.declare_ok_remote(remote, method)
-            return
+            return self.remote_client(remote, method)
         queue = self.vhost.get_queue(name, method.ids)
         self.session.check_exclusive_access(queue, method.ids)
-        queue.touch()  # a passive declare renews an x-expires lease too
-        if not method.no_wait:
-            self.reply(m.QueueDeclareOk(queue.name, queue.message_count, queue.consumer_count))
+        return LocalQueueClient(queue, method.ids)
 
-    def declare_ok_remote(self, remote: RemoteQueue, method: m.QueueDeclare) -> None:
-        """declare-ok for a queue of another node, with its home node's counts."""
-        link = self.home_link(remote, method)
+    def remote_client(self, remote: RemoteQueue, method: m.Method) -> RemoteQueueClient:
+        return RemoteQueueClient(remote, self.session.broker.links, self, method.ids)
 
-        def answer(status: QueueStatus) -> None:
-            if not method.no_wait:
-                self.reply(
-                    m.QueueDeclareOk(remote.name, status.message_count, status.consumer_count)
-                )
-
-        self._ask(link, remote, RequestKind.STATUS, method, answer)
-
-    # --- queues of other nodes ----------------------------------------------------------------
-
-    def home_link(self, remote: RemoteQueue, method: m.Method) -> HomeLink:
-        """The link to `remote`'s home node; RabbitMQ's 404 when that node is down."""
-        if remote.exclusive_owner is not None:
-            raise rules.exclusive_locked(remote.name, self.vhost.name, method.ids)
-        links = self.session.broker.links
-        link = links.link(remote.home_node) if links is not None else None
-        if link is None or not link.up:
-            raise self._unreachable(remote, method)
-        return link
-
-    def _unreachable(self, remote: RemoteQueue, method: m.Method) -> AMQPError:
-        if remote.decl.durable:
-            return rules.home_node_down(remote.name, self.vhost.name, remote.home_node, method.ids)
-        # A transient queue does not outlive its node (RabbitMQ deletes it with the node).
-        return not_found(f"no queue '{remote.name}' in vhost '{self.vhost.name}'", method.ids)
-
-    async def remote_request(
-        self,
-        link: HomeLink,
-        remote: RemoteQueue,
-        kind: RequestKind,
-        method: m.Method,
-        no_ack: bool = False,
-    ) -> QueueStatus:
-        """Ask `remote`'s home node; its refusal, or its being down, is raised as AMQPError."""
-        try:
-            status = await link.request(kind, self.vhost.name, remote.name, no_ack=no_ack)
-        except LinkDown:
-            raise self._unreachable(remote, method) from None
-        if status.code:
-            raise AMQPError(status.code, status.text, method.ids)
-        return status
-
-    def _ask(
-        self,
-        link: HomeLink,
-        remote: RemoteQueue,
-        kind: RequestKind,
-        method: m.Method,
-        then: Callable[[QueueStatus], None],
-    ) -> None:
-        self.session.wait_then(self, self.remote_request(link, remote, kind, method), then)
-
-    def _remote_queue(self, name: str, method: m.Method) -> RemoteQueue | None:
-        """The queue homed on another node that `name` names, if it is one."""
-        return self.vhost.remote_queues.get(self._queue_name(name, method))
+    def _wait(self, pending: Pending) -> None:
+        """Hold this connection's later frames while a queue's home node answers."""
+        if pending is not None:
+            self.session.wait_then(self, pending, _done)
 
     def _bindable_queue(self, name: str, method: m.Method) -> str:
         """The name of a queue this connection may bind: a remote one too on a clustered node."""
@@ -308,7 +258,7 @@ class Channel:
         name = self._bindable_queue(method.queue, method)
         remote = self.vhost.remote_queues.get(name)
         if remote is not None:
-            self.home_link(remote, method)  # RabbitMQ refuses to bind a queue whose node is down
+            self.remote_client(remote, method).link()  # RabbitMQ refuses if its node is down
         self._check("write", "queue", name, method)
         self._check("read", "exchange", method.exchange, method)
         declares.bind(
@@ -343,22 +293,14 @@ class Channel:
         )
 
     def _queue_purge(self, method: m.QueuePurge) -> None:
-        remote = self._remote_queue(method.queue, method)
-        if remote is not None:
-            self._check("read", "queue", remote.name, method)
-            link = self.home_link(remote, method)
-
-            def purged(status: QueueStatus) -> None:
-                if not method.no_wait:
-                    self.reply(m.QueuePurgeOk(status.message_count))
-
-            self._ask(link, remote, RequestKind.PURGE, method, purged)
-            return
-        queue = self._owned_queue(method.queue, method)
+        queue = self._client(self._queue_name(method.queue, method), method)
         self._check("read", "queue", queue.name, method)
-        count = queue.purge()
-        if not method.no_wait:
-            self.reply(m.QueuePurgeOk(count))
+
+        def purged(count: int) -> None:
+            if not method.no_wait:
+                self.reply(m.QueuePurgeOk(count))
+
+        self._wait(queue.purge(purged))
 
     def _queue_delete(self, method: m.QueueDelete) -> None:
         name = self._queue_name(method.queue, method)
@@ -399,30 +341,31 @@ class Channel:
         if method.queue == REPLY_QUEUE:
             self._consume_replies(tag, method)
             return
-        remote = self._remote_queue(method.queue, method)
-        if remote is not None:
-            self._consume_remote(tag, remote, method)
-            return
-        queue = self._owned_queue(method.queue, method)
+        queue = self._client(self._queue_name(method.queue, method), method)
         self._check("read", "queue", queue.name, method)
-        if queue.has_exclusive_consumer() or (method.exclusive and queue.consumer_count):
-            raise access_refused(
-                f"queue '{queue.name}' in vhost '{self.vhost.name}' in exclusive use", method.ids
+        queue.check_consume(method.exclusive)
+        priority = self._consumer_priority(queue.name, method)
+        # A home node holds no more unacknowledged deliveries than this channel allows.
+        limits = [limit for limit in (self.consumer_prefetch, self.channel_prefetch) if limit]
+
+        def started(consumer: Consumer) -> None:
+            self.consumers[tag] = consumer
+            if not method.no_wait:
+                self.reply(m.BasicConsumeOk(tag))
+
+        self._wait(
+            queue.consume(
+                self,
+                tag,
+                no_ack=method.no_ack,
+                exclusive=method.exclusive,
+                priority=priority,
+                prefetch=self.consumer_prefetch,
+                limit=min(limits, default=0),
+                arguments=method.arguments,
+                then=started,
             )
-        consumer = Consumer(
-            tag,
-            self,
-            queue,
-            no_ack=method.no_ack,
-            exclusive=method.exclusive,
-            priority=self._consumer_priority(queue.name, method),
-            prefetch=self.consumer_prefetch,
-            arguments=method.arguments,
         )
-        self.consumers[tag] = consumer
-        if not method.no_wait:
-            self.reply(m.BasicConsumeOk(tag))
-        queue.add_consumer(consumer)
 
     def _consumer_priority(self, queue: str, method: m.BasicConsume) -> int:
         priority = method.arguments.get("x-priority", 0)
@@ -435,54 +378,6 @@ class Channel:
                 method.ids,
             )
         return priority
-
-    def _consume_remote(self, tag: str, remote: RemoteQueue, method: m.BasicConsume) -> None:
-        """A consumer of a queue homed elsewhere: the home node runs it and streams its
-        deliveries here (its refusals, such as exclusive use, come back from there)."""
-        self._check("read", "queue", remote.name, method)
-        priority = self._consumer_priority(remote.name, method)
-        link = self.home_link(remote, method)
-        handle = RemoteQueueHandle(link, self.vhost.name, remote.name)
-        consumer = Consumer(
-            tag,
-            self,
-            handle,  # type: ignore[arg-type]
-            no_ack=method.no_ack,
-            exclusive=method.exclusive,
-            priority=priority,
-            prefetch=self.consumer_prefetch,
-            arguments=method.arguments,
-        )
-        handle.consumer = consumer
-        # The home node holds no more unacknowledged deliveries than this channel allows.
-        limits = [limit for limit in (self.consumer_prefetch, self.channel_prefetch) if limit]
-
-        async def subscribe() -> None:
-            try:
-                handle.consumer_id = await link.subscribe(
-                    handle,
-                    self.vhost.name,
-                    remote.name,
-                    tag,
-                    no_ack=method.no_ack,
-                    exclusive=method.exclusive,
-                    priority=priority,
-                    prefetch=min(limits, default=0),
-                    arguments=method.arguments,
-                )
-            except LinkDown:
-                raise self._unreachable(remote, method) from None
-            except AMQPError as refused:
-                raise AMQPError(refused.code, refused.text, method.ids) from None
-            if self.closed:
-                handle.remove_consumer(consumer)
-                return
-            self.consumers[tag] = consumer
-            if not method.no_wait:
-                self.reply(m.BasicConsumeOk(tag))
-            handle.start()
-
-        self.session.wait_then(self, subscribe(), _done)
 
     def _consume_replies(self, tag: str, method: m.BasicConsume) -> None:
         if not method.no_ack:
@@ -563,42 +458,20 @@ class Channel:
             self.reply(m.BasicCancel(consumer.tag, True))
 
     def _basic_get(self, method: m.BasicGet) -> None:
-        remote = self._remote_queue(method.queue, method)
-        if remote is not None:
-            self._get_remote(remote, method)
-            return
-        queue = self._owned_queue(method.queue, method)
+        queue = self._client(self._queue_name(method.queue, method), method)
         self._check("read", "queue", queue.name, method)
-        entry = queue.get(method.no_ack)
-        if entry is None:
-            self.reply(m.BasicGetEmpty())
-            return
-        self._write_got(queue, entry, queue.message_count, method.no_ack)
 
-    def _get_remote(self, remote: RemoteQueue, method: m.BasicGet) -> None:
-        self._check("read", "queue", remote.name, method)
-        link = self.home_link(remote, method)
-        # Made before asking, so that a link broken meanwhile cannot settle what it gives.
-        handle = RemoteQueueHandle(link, self.vhost.name, remote.name)
-
-        async def get() -> None:
-            status = await self.remote_request(
-                link, remote, RequestKind.GET, method, no_ack=method.no_ack
-            )
-            entry = status.delivery
+        def got(settles: Settles, entry: QueueEntry | None, message_count: int) -> None:
             if entry is None:
-                if not self.closed:
-                    self.reply(m.BasicGetEmpty())
-            elif self.closed:
-                handle.requeue([entry])
+                self.reply(m.BasicGetEmpty())
             else:
-                self._write_got(handle, entry, status.message_count, method.no_ack)
+                self._write_got(settles, entry, message_count, method.no_ack)
 
-        self.session.wait_then(self, get(), _done)
+        self._wait(queue.get(method.no_ack, got))
 
     def _write_got(
         self,
-        queue: SettledQueue,
+        queue: Settles,
         entry: QueueEntry,
         message_count: int,
         no_ack: bool,
@@ -671,7 +544,7 @@ class Channel:
             raise precondition_failed(f"unknown delivery tag {tag}", method.ids)
 
     def _settle(self, records: list[Unacked]) -> None:
-        touched: list[SettledQueue] = []
+        touched: list[Settles] = []
         for queue, entry, consumer in records:
             queue.settle(entry)
             if consumer is not None:
@@ -685,7 +558,7 @@ class Channel:
         if requeue:
             self._requeue(records)
             return
-        touched: list[SettledQueue] = []
+        touched: list[Settles] = []
         for queue, entry, consumer in records:
             queue.reject(entry)
             if consumer is not None:
@@ -696,7 +569,7 @@ class Channel:
         self._after_settle(touched)
 
     def _requeue(self, records: list[Unacked]) -> None:
-        by_queue: dict[SettledQueue, list[QueueEntry]] = {}
+        by_queue: dict[Settles, list[QueueEntry]] = {}
         for queue, entry, consumer in records:
             if consumer is not None:
                 consumer.in_flight -= 1
@@ -706,7 +579,7 @@ class Channel:
             queue.requeue(entries)
         self._after_settle(list(by_queue))
 
-    def _after_settle(self, queues: list[SettledQueue]) -> None:
+    def _after_settle(self, queues: list[Settles]) -> None:
         if self.channel_prefetch:
             self._dispatch_all()
             return

@@ -1,15 +1,19 @@
-"""Publishing into the queues a message is routed to, whatever their type (as rabbit_queue_type).
+"""What a channel does with a queue, whatever its type (as RabbitMQ's rabbit_queue_type).
 
 Routing returns queue references: a `ClassicQueue` of this node, or the `RemoteQueue` record of
 one homed on another node. `deliver` hands a message to each in its type's way and tells the
 publisher how its confirm will come: a local queue says whether it waits for the disk or was
 refused; queues of other nodes get one copy per home node, which confirms it later.
+
+Everything else a channel does with one queue goes through a `QueueClient` (local_type.py,
+remote_type.py): each operation answers through a callback, at once for this node's queues, or
+once the home node has answered; then it returns what the channel waits for meanwhile.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .classic import ClassicQueue, Confirming
 from .remote import ConfirmWaiter, HomeLink, HomeLinks, RemoteQueue, by_home_node
@@ -17,9 +21,73 @@ from .remote import ConfirmWaiter, HomeLink, HomeLinks, RemoteQueue, by_home_nod
 if TYPE_CHECKING:
     from ..message import Message
     from ..persistence import MessageStores
+    from .consumer import Consumer, DeliverySink
+    from .entry import QueueEntry
 
 # What routing returns: a queue of this node, or one homed on another node.
 QueueRef = ClassicQueue | RemoteQueue
+
+# What an operation of a queue of another node leaves the channel to wait for (None: done).
+Pending = Awaitable[None] | None
+
+
+class Settles(Protocol):
+    """Where a delivery is settled: the queue itself, or a handle on a remote one."""
+
+    @property
+    def deleted(self) -> bool: ...
+
+    def settle(self, entry: QueueEntry) -> None: ...
+
+    def reject(self, entry: QueueEntry) -> None: ...
+
+    def requeue(self, entries: list[QueueEntry]) -> None: ...
+
+    def dispatch(self) -> None:
+        """The channel can take more deliveries."""
+        ...
+
+    def remove_consumer(self, consumer: Consumer) -> None: ...
+
+
+class QueueClient(Protocol):
+    """One queue as a channel uses it, for one operation (rabbit_queue_type's callbacks)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def status(self, then: Callable[[int, int], None]) -> Pending:
+        """`then(message count, consumer count)`; renews an x-expires lease."""
+        ...
+
+    def purge(self, then: Callable[[int], None]) -> Pending:
+        """`then(messages purged)`."""
+        ...
+
+    def get(self, no_ack: bool, then: Callable[[Settles, QueueEntry | None, int], None]) -> Pending:
+        """`then(where to settle it, the entry or None if empty, messages left)`."""
+        ...
+
+    def check_consume(self, exclusive: bool) -> None:
+        """Raises what refuses a consumer before anything else of it is checked."""
+        ...
+
+    def consume(
+        self,
+        sink: DeliverySink,
+        tag: str,
+        *,
+        no_ack: bool,
+        exclusive: bool,
+        priority: int,
+        prefetch: int,
+        limit: int,
+        arguments: dict[str, Any],
+        then: Callable[[Consumer], None],
+    ) -> Pending:
+        """A consumer: `then(consumer)` (where the channel says consume-ok), after which its
+        deliveries start. `limit` bounds its unacknowledged deliveries (0: none)."""
+        ...
 
 
 class Publisher(Confirming, ConfirmWaiter, Protocol):
