@@ -10,11 +10,12 @@ now confirmed as `multiple` acks, with each refused publish nacked alone.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 
 # (ack, sequence number, multiple): one basic.ack (ack True) or basic.nack to send.
 Settlement = tuple[bool, int, bool]
 
-_NOTHING: list[Settlement] = []
+_NOTHING: tuple[Settlement, ...] = ()
 
 
 class Confirms:
@@ -81,7 +82,7 @@ class Confirms:
         """Whether publishes wait for their basic.ack or basic.nack."""
         return self.settled < self.published
 
-    def settle(self) -> list[Settlement]:
+    def settle(self) -> Sequence[Settlement]:
         """What may be answered now, in order; each sequence number is answered once."""
         upto = self._durable if self._holds else self.published
         if self._order:
