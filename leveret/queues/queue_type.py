@@ -7,7 +7,7 @@ refused; queues of other nodes get one copy per home node, which confirms it lat
 
 Everything else a channel does with one queue goes through a `QueueClient` (local_type.py,
 remote_type.py): each operation answers through a callback, at once for this node's queues, or
-once the home node has answered; then it returns what the channel waits for meanwhile.
+once the home node has answered, and returns what the channel must wait for until then.
 """
 
 from __future__ import annotations
