@@ -641,12 +641,11 @@ class Channel:
         queues = self.vhost.route(
             method.exchange, method.routing_key, message, method.ids, extra_keys
         )
-        if self.confirming:
-            self.confirms.next_seq()
+        seq = self.confirms.next_seq() if self.confirming else 0
         if self.transactional:
             self._tx_publishes.append((message, queues, method.mandatory))
             return
-        self._deliver_published(message, queues, method.mandatory)
+        self._deliver_published(message, queues, method.mandatory, seq)
 
     def _publish_reply(self, message: Message, mandatory: bool) -> None:
         if self.confirming:
@@ -657,8 +656,10 @@ class Channel:
         elif mandatory:
             self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
 
-    def _deliver_published(self, message: Message, queues: list[QueueRef], mandatory: bool) -> None:
-        seq = self.confirms.published if self.confirming else 0
+    def _deliver_published(
+        self, message: Message, queues: list[QueueRef], mandatory: bool, seq: int = 0
+    ) -> None:
+        """`seq`: its confirm's sequence number in confirm mode, else 0."""
         taken = bool(queues) and queue_type.deliver(self.vhost, queues, message, self, seq)
         if mandatory and not taken:
             self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
