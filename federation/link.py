@@ -30,7 +30,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from leveret.queues.classic import REJECTED, STORED, ClassicQueue
+from leveret.queues.classic import ClassicQueue
 
 from .client import AuthenticationFailed, UpstreamClosed, UpstreamConnection
 from .forward import Hop
@@ -114,6 +114,7 @@ class FederationLink:
         self._consume_arguments: dict[str, Any] = {}
         self._no_ack = upstream.ack_mode == "no-ack"
         self._on_confirm = upstream.ack_mode == "on-confirm"
+        self._outcome = _TAKEN  # how the local queue took the latest delivery (see stored)
         # Acknowledgements pace the upstream (not in no-ack mode, nor without a prefetch limit).
         self._paced = not self._no_ack and self._high_water > 0
         self._held = False  # settled deliveries wait for the local ready count to fall
@@ -349,14 +350,16 @@ class FederationLink:
         queue = self.queue
         if queue.deleted or self.is_this_queue or self._stopping:
             return  # unacknowledged, it goes back to the upstream queue
-        outcome = queue.publish(self._hop.message(exchange, routing_key, redelivered, header, body))
+        message = self._hop.message(exchange, routing_key, redelivered, header, body)
+        self._outcome = _TAKEN
+        queue.deliver(message, None if self._no_ack else self, tag)
         self.forwarded += 1
         if self._no_ack:
             return
-        if outcome & REJECTED:
+        if self._outcome == _REFUSED:
             self._unsettled.append([tag, _REFUSED])
             self._schedule_flush()
-        elif outcome & STORED and self._on_confirm:
+        elif self._outcome == _PENDING:
             entry = [tag, _PENDING]
             self._unsettled.append(entry)
             # One wait for the disk per batch of deliveries, registered once the batch is in.
@@ -366,6 +369,15 @@ class FederationLink:
         else:
             self._unsettled.append([tag, _TAKEN])
             self._schedule_flush()
+
+    # Confirming: what the local queue tells of the delivery just published into it.
+
+    def stored(self, seq: int) -> None:
+        if self._on_confirm:
+            self._outcome = _PENDING
+
+    def refused(self, seq: int) -> None:
+        self._outcome = _REFUSED
 
     def _wait_durable(self) -> None:
         batch, self._to_disk = self._to_disk, []

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -15,30 +14,27 @@ from .amqp import methods as m
 from .amqp.errors import AMQPError, ReplyCode, access_refused, not_found, precondition_failed
 from .amqp.fields import argument_types
 from .amqp.frames import content_frames, deliver_frames, get_ok_frames, method_frame, shortstr
+from .confirms import Confirms
 from .declare_rules import FIELD_TYPE_NAMES
 from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, with_reply_address
 from .message import Message, check_properties, sender_selected
 from .metadata import MetadataStore
 from .names import consumer_tag as new_consumer_tag
-from .queues.classic import REJECTED, STORED, ClassicQueue
+from .queues import queue_type
+from .queues.classic import ClassicQueue
 from .queues.consumer import Consumer
 from .queues.entry import QueueEntry
-from .queues.remote import (
-    HomeLink,
-    LinkDown,
-    QueueStatus,
-    RemoteQueue,
-    RequestKind,
-)
-from .queues.remote_consumer import RemoteQueueHandle
+from .queues.local_type import LocalQueueClient
+from .queues.queue_type import Pending, QueueClient, QueueRef, Settles
+from .queues.remote import HomeLink, RemoteQueue
+from .queues.remote_type import RemoteQueueClient
 
 if TYPE_CHECKING:
     from .session import Session
 
 # An unacknowledged delivery: the queue it came from (a handle on it, for a remote queue), its
 # entry, and its consumer (None for get).
-SettledQueue = ClassicQueue | RemoteQueueHandle
-Unacked = tuple[SettledQueue, QueueEntry, Consumer | None]
+Unacked = tuple[Settles, QueueEntry, Consumer | None]
 
 
 class Channel:
@@ -57,21 +53,13 @@ class Channel:
         # Unacknowledged consumer deliveries: what a global prefetch limits (basic.get's are not).
         self._consumer_unacked = 0
         self.confirming = False
-        self._publish_seq = 0  # last publish sequence number in confirm mode
-        self._confirmed_upto = 0  # every sequence number up to this one has been acked
-        # Publishes of this read batch that wait for an fsync before they may be confirmed, and
-        # how many such batches are still waiting (confirms go out in order, as multiple acks).
+        self.wants_confirms = False  # confirm mode or a transaction: queues say how they confirm
+        self.confirms = Confirms()  # in confirm mode
+        # Publishes of this read batch wait for an fsync before they may be confirmed.
         self._batch_needs_sync = False
-        self._syncs_pending = 0
-        self._rejected: set[int] = set()  # publish sequence numbers to nack
-        self._durable_upto = 0  # the last publish the finished fsyncs covered
-        # Publishes forwarded to other nodes and not yet taken there: how many home nodes each
-        # still waits for, and their sequence numbers in order (confirms may not pass the first).
-        self._remote_waiting: dict[int, int] = {}
-        self._remote_order: deque[int] = deque()
         self._confirm_scheduled = False
         self.transactional = False
-        self._tx_publishes: list[tuple[Message, list[ClassicQueue | RemoteQueue], bool]] = []
+        self._tx_publishes: list[tuple[Message, list[QueueRef], bool]] = []
         # A commit waits for its fsync and for the home nodes of the queues it published to.
         self._commit_waits = 0
         self._tx_remote = 0  # publishes of the committing transaction not yet taken elsewhere
@@ -228,77 +216,33 @@ class Channel:
                 self._check("configure", "queue", method.queue, method)
             declares.queue_declare(self, self.metadata, method)
             return
-        name = rules.strip_cr_lf(method.queue)
+        self.declare_ok(self._client(rules.strip_cr_lf(method.queue), method), method)
+
+    def declare_ok(self, queue: QueueClient, method: m.QueueDeclare) -> None:
+        """declare-ok with the queue's counts (its home node's, for a queue of another node)."""
+
+        def answer(message_count: int, consumer_count: int) -> None:
+            if not method.no_wait:
+                self.reply(m.QueueDeclareOk(queue.name, message_count, consumer_count))
+
+        self._wait(queue.status(answer))
+
+    def _client(self, name: str, method: m.Method) -> QueueClient:
+        """The queue `name` names, this node's or another's (404 or 405 as RabbitMQ's)."""
         remote = self.vhost.remote_queues.get(name)
         if remote is not None:
-            self.declare_ok_remote(remote, method)
-            return
+            return self.remote_client(remote, method)
         queue = self.vhost.get_queue(name, method.ids)
         self.session.check_exclusive_access(queue, method.ids)
-        queue.touch()  # a passive declare renews an x-expires lease too
-        if not method.no_wait:
-            self.reply(m.QueueDeclareOk(queue.name, queue.message_count, queue.consumer_count))
+        return LocalQueueClient(queue, method.ids)
 
-    def declare_ok_remote(self, remote: RemoteQueue, method: m.QueueDeclare) -> None:
-        """declare-ok for a queue of another node, with its home node's counts."""
-        link = self.home_link(remote, method)
+    def remote_client(self, remote: RemoteQueue, method: m.Method) -> RemoteQueueClient:
+        return RemoteQueueClient(remote, self.session.broker.links, self, method.ids)
 
-        def answer(status: QueueStatus) -> None:
-            if not method.no_wait:
-                self.reply(
-                    m.QueueDeclareOk(remote.name, status.message_count, status.consumer_count)
-                )
-
-        self._ask(link, remote, RequestKind.STATUS, method, answer)
-
-    # --- queues of other nodes ----------------------------------------------------------------
-
-    def home_link(self, remote: RemoteQueue, method: m.Method) -> HomeLink:
-        """The link to `remote`'s home node; RabbitMQ's 404 when that node is down."""
-        if remote.exclusive_owner is not None:
-            raise rules.exclusive_locked(remote.name, self.vhost.name, method.ids)
-        links = self.session.broker.links
-        link = links.link(remote.home_node) if links is not None else None
-        if link is None or not link.up:
-            raise self._unreachable(remote, method)
-        return link
-
-    def _unreachable(self, remote: RemoteQueue, method: m.Method) -> AMQPError:
-        if remote.decl.durable:
-            return rules.home_node_down(remote.name, self.vhost.name, remote.home_node, method.ids)
-        # A transient queue does not outlive its node (RabbitMQ deletes it with the node).
-        return not_found(f"no queue '{remote.name}' in vhost '{self.vhost.name}'", method.ids)
-
-    async def remote_request(
-        self,
-        link: HomeLink,
-        remote: RemoteQueue,
-        kind: RequestKind,
-        method: m.Method,
-        no_ack: bool = False,
-    ) -> QueueStatus:
-        """Ask `remote`'s home node; its refusal, or its being down, is raised as AMQPError."""
-        try:
-            status = await link.request(kind, self.vhost.name, remote.name, no_ack=no_ack)
-        except LinkDown:
-            raise self._unreachable(remote, method) from None
-        if status.code:
-            raise AMQPError(status.code, status.text, method.ids)
-        return status
-
-    def _ask(
-        self,
-        link: HomeLink,
-        remote: RemoteQueue,
-        kind: RequestKind,
-        method: m.Method,
-        then: Callable[[QueueStatus], None],
-    ) -> None:
-        self.session.wait_then(self, self.remote_request(link, remote, kind, method), then)
-
-    def _remote_queue(self, name: str, method: m.Method) -> RemoteQueue | None:
-        """The queue homed on another node that `name` names, if it is one."""
-        return self.vhost.remote_queues.get(self._queue_name(name, method))
+    def _wait(self, pending: Pending) -> None:
+        """Hold this connection's later frames while a queue's home node answers."""
+        if pending is not None:
+            self.session.wait_then(self, pending, _done)
 
     def _bindable_queue(self, name: str, method: m.Method) -> str:
         """The name of a queue this connection may bind: a remote one too on a clustered node."""
@@ -314,7 +258,7 @@ class Channel:
         name = self._bindable_queue(method.queue, method)
         remote = self.vhost.remote_queues.get(name)
         if remote is not None:
-            self.home_link(remote, method)  # RabbitMQ refuses to bind a queue whose node is down
+            self.remote_client(remote, method).link()  # RabbitMQ refuses if its node is down
         self._check("write", "queue", name, method)
         self._check("read", "exchange", method.exchange, method)
         declares.bind(
@@ -349,22 +293,14 @@ class Channel:
         )
 
     def _queue_purge(self, method: m.QueuePurge) -> None:
-        remote = self._remote_queue(method.queue, method)
-        if remote is not None:
-            self._check("read", "queue", remote.name, method)
-            link = self.home_link(remote, method)
-
-            def purged(status: QueueStatus) -> None:
-                if not method.no_wait:
-                    self.reply(m.QueuePurgeOk(status.message_count))
-
-            self._ask(link, remote, RequestKind.PURGE, method, purged)
-            return
-        queue = self._owned_queue(method.queue, method)
+        queue = self._client(self._queue_name(method.queue, method), method)
         self._check("read", "queue", queue.name, method)
-        count = queue.purge()
-        if not method.no_wait:
-            self.reply(m.QueuePurgeOk(count))
+
+        def purged(count: int) -> None:
+            if not method.no_wait:
+                self.reply(m.QueuePurgeOk(count))
+
+        self._wait(queue.purge(purged))
 
     def _queue_delete(self, method: m.QueueDelete) -> None:
         name = self._queue_name(method.queue, method)
@@ -405,30 +341,31 @@ class Channel:
         if method.queue == REPLY_QUEUE:
             self._consume_replies(tag, method)
             return
-        remote = self._remote_queue(method.queue, method)
-        if remote is not None:
-            self._consume_remote(tag, remote, method)
-            return
-        queue = self._owned_queue(method.queue, method)
+        queue = self._client(self._queue_name(method.queue, method), method)
         self._check("read", "queue", queue.name, method)
-        if queue.has_exclusive_consumer() or (method.exclusive and queue.consumer_count):
-            raise access_refused(
-                f"queue '{queue.name}' in vhost '{self.vhost.name}' in exclusive use", method.ids
+        queue.check_consume(method.exclusive)
+        priority = self._consumer_priority(queue.name, method)
+        # A home node holds no more unacknowledged deliveries than this channel allows.
+        limits = [limit for limit in (self.consumer_prefetch, self.channel_prefetch) if limit]
+
+        def started(consumer: Consumer) -> None:
+            self.consumers[tag] = consumer
+            if not method.no_wait:
+                self.reply(m.BasicConsumeOk(tag))
+
+        self._wait(
+            queue.consume(
+                self,
+                tag,
+                no_ack=method.no_ack,
+                exclusive=method.exclusive,
+                priority=priority,
+                prefetch=self.consumer_prefetch,
+                limit=min(limits, default=0),
+                arguments=method.arguments,
+                then=started,
             )
-        consumer = Consumer(
-            tag,
-            self,
-            queue,
-            no_ack=method.no_ack,
-            exclusive=method.exclusive,
-            priority=self._consumer_priority(queue.name, method),
-            prefetch=self.consumer_prefetch,
-            arguments=method.arguments,
         )
-        self.consumers[tag] = consumer
-        if not method.no_wait:
-            self.reply(m.BasicConsumeOk(tag))
-        queue.add_consumer(consumer)
 
     def _consumer_priority(self, queue: str, method: m.BasicConsume) -> int:
         priority = method.arguments.get("x-priority", 0)
@@ -441,54 +378,6 @@ class Channel:
                 method.ids,
             )
         return priority
-
-    def _consume_remote(self, tag: str, remote: RemoteQueue, method: m.BasicConsume) -> None:
-        """A consumer of a queue homed elsewhere: the home node runs it and streams its
-        deliveries here (its refusals, such as exclusive use, come back from there)."""
-        self._check("read", "queue", remote.name, method)
-        priority = self._consumer_priority(remote.name, method)
-        link = self.home_link(remote, method)
-        handle = RemoteQueueHandle(link, self.vhost.name, remote.name)
-        consumer = Consumer(
-            tag,
-            self,
-            handle,  # type: ignore[arg-type]
-            no_ack=method.no_ack,
-            exclusive=method.exclusive,
-            priority=priority,
-            prefetch=self.consumer_prefetch,
-            arguments=method.arguments,
-        )
-        handle.consumer = consumer
-        # The home node holds no more unacknowledged deliveries than this channel allows.
-        limits = [limit for limit in (self.consumer_prefetch, self.channel_prefetch) if limit]
-
-        async def subscribe() -> None:
-            try:
-                handle.consumer_id = await link.subscribe(
-                    handle,
-                    self.vhost.name,
-                    remote.name,
-                    tag,
-                    no_ack=method.no_ack,
-                    exclusive=method.exclusive,
-                    priority=priority,
-                    prefetch=min(limits, default=0),
-                    arguments=method.arguments,
-                )
-            except LinkDown:
-                raise self._unreachable(remote, method) from None
-            except AMQPError as refused:
-                raise AMQPError(refused.code, refused.text, method.ids) from None
-            if self.closed:
-                handle.remove_consumer(consumer)
-                return
-            self.consumers[tag] = consumer
-            if not method.no_wait:
-                self.reply(m.BasicConsumeOk(tag))
-            handle.start()
-
-        self.session.wait_then(self, subscribe(), _done)
 
     def _consume_replies(self, tag: str, method: m.BasicConsume) -> None:
         if not method.no_ack:
@@ -569,42 +458,20 @@ class Channel:
             self.reply(m.BasicCancel(consumer.tag, True))
 
     def _basic_get(self, method: m.BasicGet) -> None:
-        remote = self._remote_queue(method.queue, method)
-        if remote is not None:
-            self._get_remote(remote, method)
-            return
-        queue = self._owned_queue(method.queue, method)
+        queue = self._client(self._queue_name(method.queue, method), method)
         self._check("read", "queue", queue.name, method)
-        entry = queue.get(method.no_ack)
-        if entry is None:
-            self.reply(m.BasicGetEmpty())
-            return
-        self._write_got(queue, entry, queue.message_count, method.no_ack)
 
-    def _get_remote(self, remote: RemoteQueue, method: m.BasicGet) -> None:
-        self._check("read", "queue", remote.name, method)
-        link = self.home_link(remote, method)
-        # Made before asking, so that a link broken meanwhile cannot settle what it gives.
-        handle = RemoteQueueHandle(link, self.vhost.name, remote.name)
-
-        async def get() -> None:
-            status = await self.remote_request(
-                link, remote, RequestKind.GET, method, no_ack=method.no_ack
-            )
-            entry = status.delivery
+        def got(settles: Settles, entry: QueueEntry | None, message_count: int) -> None:
             if entry is None:
-                if not self.closed:
-                    self.reply(m.BasicGetEmpty())
-            elif self.closed:
-                handle.requeue([entry])
+                self.reply(m.BasicGetEmpty())
             else:
-                self._write_got(handle, entry, status.message_count, method.no_ack)
+                self._write_got(settles, entry, message_count, method.no_ack)
 
-        self.session.wait_then(self, get(), _done)
+        self._wait(queue.get(method.no_ack, got))
 
     def _write_got(
         self,
-        queue: SettledQueue,
+        queue: Settles,
         entry: QueueEntry,
         message_count: int,
         no_ack: bool,
@@ -677,7 +544,7 @@ class Channel:
             raise precondition_failed(f"unknown delivery tag {tag}", method.ids)
 
     def _settle(self, records: list[Unacked]) -> None:
-        touched: list[SettledQueue] = []
+        touched: list[Settles] = []
         for queue, entry, consumer in records:
             queue.settle(entry)
             if consumer is not None:
@@ -691,7 +558,7 @@ class Channel:
         if requeue:
             self._requeue(records)
             return
-        touched: list[SettledQueue] = []
+        touched: list[Settles] = []
         for queue, entry, consumer in records:
             queue.reject(entry)
             if consumer is not None:
@@ -702,7 +569,7 @@ class Channel:
         self._after_settle(touched)
 
     def _requeue(self, records: list[Unacked]) -> None:
-        by_queue: dict[SettledQueue, list[QueueEntry]] = {}
+        by_queue: dict[Settles, list[QueueEntry]] = {}
         for queue, entry, consumer in records:
             if consumer is not None:
                 consumer.in_flight -= 1
@@ -712,7 +579,7 @@ class Channel:
             queue.requeue(entries)
         self._after_settle(list(by_queue))
 
-    def _after_settle(self, queues: list[SettledQueue]) -> None:
+    def _after_settle(self, queues: list[Settles]) -> None:
         if self.channel_prefetch:
             self._dispatch_all()
             return
@@ -774,16 +641,15 @@ class Channel:
         queues = self.vhost.route(
             method.exchange, method.routing_key, message, method.ids, extra_keys
         )
-        if self.confirming:
-            self._publish_seq += 1
+        seq = self.confirms.next_seq() if self.confirming else 0
         if self.transactional:
             self._tx_publishes.append((message, queues, method.mandatory))
             return
-        self._deliver_published(message, queues, method.mandatory)
+        self._deliver_published(message, queues, method.mandatory, seq)
 
     def _publish_reply(self, message: Message, mandatory: bool) -> None:
         if self.confirming:
-            self._publish_seq += 1
+            self.confirms.next_seq()
         requester = self.session.broker.direct_reply.channel_for(message.routing_key)
         if requester is not None and not requester.closed:
             requester.deliver_reply(message)
@@ -791,59 +657,29 @@ class Channel:
             self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
 
     def _deliver_published(
-        self, message: Message, queues: list[ClassicQueue | RemoteQueue], mandatory: bool
+        self, message: Message, queues: list[QueueRef], mandatory: bool, seq: int = 0
     ) -> None:
-        local: list[ClassicQueue] = queues  # type: ignore[assignment]
-        if self.vhost.remote_queues and any(type(queue) is RemoteQueue for queue in queues):
-            remote = [queue for queue in queues if type(queue) is RemoteQueue]
-            local = [queue for queue in queues if type(queue) is ClassicQueue]
-            # A queue whose home node is down drops the message, as RabbitMQ's: returned when
-            # mandatory and no queue took it, confirmed all the same.
-            if not self._forward(message, remote) and not local:
-                queues = []
-        if not queues:
-            if mandatory:
-                self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
-            return
-        stores = self.session.broker.stores
-        if stores is not None and len(local) > 1 and len(message.body) >= stores.embed_threshold:
-            durable_targets = sum(1 for queue in local if queue.store is not None)
-            if durable_targets > 1 and message.persistent:
-                # One copy of a large body for every durable queue it goes to.
-                message.stored_body = stores.shared(self.vhost.name).share(message.body)
-        outcome = 0
-        for queue in local:
-            if not queue.deleted:
-                outcome |= queue.publish(message)
-                if queue.congested:
-                    self.session.publishes_to_congested_queue = True
-                    if queue.flow_blocked:
-                        self.session.throttle(queue)
-        if outcome and (self.confirming or self.transactional):
-            if outcome & STORED:
-                self._batch_needs_sync = True
-            if outcome & REJECTED and self.confirming:
-                # A queue at its length limit refused it: the publisher gets a nack, although
-                # the other queues it was routed to keep their copy (as RabbitMQ).
-                self._rejected.add(self._publish_seq)
+        """`seq`: its confirm's sequence number in confirm mode, else 0."""
+        taken = bool(queues) and queue_type.deliver(self.vhost, queues, message, self, seq)
+        if mandatory and not taken:
+            self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
 
-    def _forward(self, message: Message, queues: list[RemoteQueue]) -> bool:
-        """Send `message` to the home nodes of `queues`; False if none of them is up."""
-        waiter = self if self.confirming or self.transactional else None
-        seq = self._publish_seq if self.confirming else 0
-        sent = self.vhost.forward(queues, message, waiter, seq)
-        for link in sent:
-            if link.congested:
-                self.session.throttle(link)
-        if sent and waiter is not None:
-            if self.confirming:
-                self._remote_waiting[seq] = len(sent)
-                self._remote_order.append(seq)
-            else:
-                self._tx_remote += len(sent)
-        return bool(sent)
+    # Publisher: what the queues tell of this channel's publishes.
 
-    def remote_confirmed(self, seq: int, taken: bool) -> None:
+    def stored(self, seq: int) -> None:
+        self._batch_needs_sync = True
+
+    def refused(self, seq: int) -> None:
+        if self.confirming:
+            self.confirms.reject(seq)
+
+    def expect(self, seq: int) -> None:
+        if seq:
+            self.confirms.expect(seq)
+        else:
+            self._tx_remote += 1
+
+    def confirmed(self, seq: int, taken: bool) -> None:
         """A home node took (or could not take) a publish of this channel: `seq` 0 is one of a
         committing transaction's."""
         if self.closed:
@@ -855,20 +691,20 @@ class Channel:
                 self._commit_step()
             return
         if not taken:
-            self._rejected.add(seq)
-        waiting = self._remote_waiting
-        left = waiting[seq] - 1
-        if left:
-            waiting[seq] = left
-            return
-        del waiting[seq]
-        order = self._remote_order
-        while order and order[0] not in waiting:
-            order.popleft()
+            self.confirms.reject(seq)
+        self.confirms.confirm(seq)
         if not self._confirm_scheduled:
             # One basic.ack for all the home node confirmed in this turn of the loop.
             self._confirm_scheduled = True
             asyncio.get_running_loop().call_soon(self._confirm_remote)
+
+    def congested(self, queue: ClassicQueue) -> None:
+        self.session.publishes_to_congested_queue = True
+        if queue.flow_blocked:
+            self.session.throttle(queue)
+
+    def throttle(self, link: HomeLink) -> None:
+        self.session.throttle(link)
 
     def _confirm_remote(self) -> None:
         self._confirm_scheduled = False
@@ -893,54 +729,28 @@ class Channel:
             self._batch_needs_sync = False
             stores = self.session.broker.stores
             if stores is not None:
-                self._syncs_pending += 1
-                upto = self._publish_seq
+                upto = self.confirms.hold()
                 stores.committer.call_when_durable(lambda error: self._synced(upto, error))
         self._confirm_ready()
 
     def _synced(self, upto: int, error: BaseException | None) -> None:
-        self._syncs_pending -= 1
-        if self.closed:
-            return
-        if error is not None:
-            # The store could not make these durable: the publisher must resend them.
-            self._rejected.update(range(self._durable_upto + 1, upto + 1))
-        self._durable_upto = upto
-        self._confirm_ready()
+        # The store could not make these durable on error: the publisher must resend them.
+        self.confirms.durable(upto, error is None)
+        if not self.closed:
+            self._confirm_ready()
 
     def _confirm_ready(self) -> None:
-        upto = self._durable_upto if self._syncs_pending else self._publish_seq
-        if self._remote_order:
-            upto = min(upto, self._remote_order[0] - 1)
-        self._confirm_upto(upto)
-
-    def _confirm_upto(self, upto: int) -> None:
-        if upto <= self._confirmed_upto:
-            return
-        if self._rejected:
-            # Nack each refused publish alone; ack the runs between them as multiple acks.
-            for seq in sorted(r for r in self._rejected if r <= upto):
-                self._rejected.discard(seq)
-                self._confirm_run(seq - 1)
-                self.reply(m.BasicNack(seq, False, False))
-                self._confirmed_upto = seq
-        self._confirm_run(upto)
-
-    def _confirm_run(self, upto: int) -> None:
-        if upto <= self._confirmed_upto:
-            return
-        multiple = upto - self._confirmed_upto > 1
-        self._confirmed_upto = upto
-        self.reply(m.BasicAck(upto, multiple))
+        for ack, seq, multiple in self.confirms.settle():
+            self.reply(m.BasicAck(seq, multiple) if ack else m.BasicNack(seq, False, False))
 
     def awaiting_confirms(self) -> bool:
         """Whether publishes read on this channel wait for their basic.ack or basic.nack."""
-        return self.confirming and self._confirmed_upto < self._publish_seq
+        return self.confirming and self.confirms.awaiting()
 
     def _confirm_select(self, method: m.ConfirmSelect) -> None:
         if self.transactional:
             raise precondition_failed("cannot switch from tx to confirm mode", method.ids)
-        self.confirming = True
+        self.confirming = self.wants_confirms = True
         if not method.no_wait:
             self.reply(m.ConfirmSelectOk())
 
@@ -949,7 +759,7 @@ class Channel:
     def _tx_select(self, method: m.TxSelect) -> None:
         if self.confirming:
             raise precondition_failed("cannot switch from confirm to tx mode", method.ids)
-        self.transactional = True
+        self.transactional = self.wants_confirms = True
         self.reply(m.TxSelectOk())
 
     def _tx_commit(self, method: m.TxCommit) -> None:

@@ -241,7 +241,7 @@ def queue_declare(channel: Channel, metadata: MetadataStore, method: m.QueueDecl
         if queue is None:
             remote = vhost.remote_queues.get(name)
             if remote is not None:
-                channel.declare_ok_remote(remote, method)  # with its home node's counts
+                channel.declare_ok(channel.remote_client(remote, method), method)  # its counts
                 return
         if queue is not None:
             queue.touch()  # a redeclare, passive or not, renews an x-expires lease
@@ -339,11 +339,12 @@ def _delete_remote(
     """Deleting a queue homed elsewhere: its home node's counts decide if-unused and if-empty
     (and say how many messages went with it); the cluster decides the deletion."""
     vhost = channel.vhost
-    link = channel.home_link(remote, method)
+    client = channel.remote_client(remote, method)
+    link = client.link()
     where = f"queue '{remote.name}' in vhost '{vhost.name}'"
 
     async def delete() -> int:
-        status = await channel.remote_request(link, remote, RequestKind.STATUS, method)
+        status = await client.request(link, RequestKind.STATUS)
         if method.if_unused and status.consumer_count:
             raise precondition_failed(f"{where} in use", method.ids)
         if method.if_empty and status.message_count:

@@ -15,8 +15,10 @@ from .message import Message
 from .metadata import MetadataStore
 from .metadata_commands import delete_queue as delete_queue_command
 from .persistence import MessageStores
+from .queues import queue_type
 from .queues.classic import ClassicQueue
-from .queues.remote import ConfirmWaiter, HomeLink, HomeLinks, RemoteQueue, by_home_node
+from .queues.queue_type import QueueRef
+from .queues.remote import HomeLinks, RemoteQueue
 from .routing import route
 
 
@@ -170,16 +172,9 @@ class VirtualHost:
         routing_key = settings.dead_letter_routing_key or message.routing_key
         copy = dead_lettered(message, queue.name, reason, exchange_name, routing_key)
         headers = copy.properties.headers if exchange_name else None
-        remote: list[RemoteQueue] = []
-        for target in self.route_unchecked(exchange_name, routing_key, headers):
-            if is_cycle(copy, target.name):
-                continue
-            if type(target) is RemoteQueue:
-                remote.append(target)
-            elif not target.deleted:  # type: ignore[union-attr]
-                target.publish(copy)  # type: ignore[union-attr]
-        if remote:
-            self.forward(remote, copy)
+        targets = self.route_unchecked(exchange_name, routing_key, headers)
+        # Unconfirmed, as RabbitMQ's: a queue of a node that is down loses it.
+        queue_type.deliver(self, [t for t in targets if not is_cycle(copy, t.name)], copy)
 
     # --- bindings -----------------------------------------------------------------------------
 
@@ -197,7 +192,7 @@ class VirtualHost:
         message: Message,
         method: tuple[int, int],
         extra_routing_keys: tuple[str, ...] = (),
-    ) -> list[ClassicQueue | RemoteQueue]:
+    ) -> list[QueueRef]:
         """The queues `message` goes to: this node's, and those homed on other nodes."""
         exchange = self.exchanges.get(exchange_name)
         rules.check_publish_exchange(
@@ -216,12 +211,12 @@ class VirtualHost:
         routing_key: str,
         headers: dict[str, Any] | None,
         extra_routing_keys: tuple[str, ...] = (),
-    ) -> list[ClassicQueue | RemoteQueue]:
+    ) -> list[QueueRef]:
         """As `route`, for an exchange known to exist (dead-lettering)."""
         queues = self.queues
         remote = self.remote_queues
         if not exchange_name and not extra_routing_keys:
-            queue: ClassicQueue | RemoteQueue | None = queues.get(routing_key)
+            queue: QueueRef | None = queues.get(routing_key)
             if queue is None:
                 queue = remote.get(routing_key)
             return [queue] if queue is not None else []
@@ -235,27 +230,6 @@ class VirtualHost:
             self.exchanges, exchange_name, routing_key, headers, queues, extra_routing_keys
         )
         return [queues[name] for name in names]
-
-    def forward(
-        self,
-        queues: list[RemoteQueue],
-        message: Message,
-        waiter: ConfirmWaiter | None = None,
-        seq: int = 0,
-    ) -> list[HomeLink]:
-        """Send `message` to the home nodes of `queues` that are up; the links it went on.
-
-        `waiter` hears as each home node takes it (dead-lettering, as RabbitMQ's, passes none)."""
-        links = self.links
-        if links is None:
-            return []
-        sent = []
-        for home, names in by_home_node(queues).items():
-            link = links.link(home)
-            if link.up:
-                link.publish(self.name, names, message, waiter, seq)
-                sent.append(link)
-        return sent
 
 
 class _AnyQueue:

@@ -19,7 +19,7 @@ from proto import queues_pb2
 from ..amqp.errors import AMQPError, ReplyCode
 from ..amqp.fields import decode_table
 from ..message import Message
-from ..queues.classic import REJECTED, STORED, ClassicQueue
+from ..queues.classic import ClassicQueue
 from ..queues.consumer import Consumer
 from ..queues.entry import QueueEntry
 from ..queues.remote import Outcome, RequestKind
@@ -98,6 +98,7 @@ class HomeSession:
         self._taken_upto = 0
         self._refused: list[int] = []
         self._syncs_pending = 0
+        self._needs_sync = False  # a publish of the batch being applied went to disk
 
     # --- the link's batches -------------------------------------------------------------------
 
@@ -136,7 +137,7 @@ class HomeSession:
     # --- publishing ---------------------------------------------------------------------------
 
     def _publish(self, publishes: Any) -> None:
-        needs_sync = False
+        self._needs_sync = False
         upto = 0
         for publish in publishes:
             upto = publish.seq
@@ -144,21 +145,26 @@ class HomeSession:
             if vhost is None:
                 continue
             message = Message(publish.exchange, publish.routing_key, publish.header, publish.body)
-            outcome = 0
             for name in publish.queues:
                 queue = vhost.queues.get(name)
                 if queue is not None and not queue.deleted:
-                    outcome |= queue.publish(message)
-            if outcome & STORED:
-                needs_sync = True
-            if outcome & REJECTED:
-                self._refused.append(publish.seq)
+                    queue.deliver(message, self, upto)
         stores = self.broker.stores
-        if needs_sync and stores is not None:
+        if self._needs_sync and stores is not None:
             self._syncs_pending += 1
             stores.committer.call_when_durable(lambda error: self._synced(upto, error))
         elif not self._syncs_pending:
             self._confirm(upto)
+
+    # Confirming: what the queues tell of the publishes of a batch.
+
+    def stored(self, seq: int) -> None:
+        self._needs_sync = True
+
+    def refused(self, seq: int) -> None:
+        refused = self._refused
+        if not refused or refused[-1] != seq:  # once, if several of its queues refuse it
+            refused.append(seq)
 
     def _synced(self, upto: int, error: BaseException | None) -> None:
         self._syncs_pending -= 1

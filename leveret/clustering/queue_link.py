@@ -383,7 +383,7 @@ class QueueLink:
         awaiting = self._awaiting
         while awaiting and awaiting[0][0] <= upto:
             link_seq, waiter, seq = awaiting.popleft()
-            waiter.remote_confirmed(seq, refused is None or link_seq not in refused)
+            waiter.confirmed(seq, refused is None or link_seq not in refused)
 
     # --- failure ------------------------------------------------------------------------------
 
@@ -398,7 +398,7 @@ class QueueLink:
         self._requeues.clear()
         awaiting, self._awaiting = self._awaiting, deque()
         for _, waiter, seq in awaiting:
-            waiter.remote_confirmed(seq, False)
+            waiter.confirmed(seq, False)
         subscribers, self._subscribers = self._subscribers, {}
         subscribing, self._subscribing = self._subscribing, {}
         requests, self._requests = self._requests, {}

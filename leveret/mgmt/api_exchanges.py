@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..amqp.errors import AMQPError
 from ..declare_rules import BASIC_PUBLISH
-from ..queues.classic import ClassicQueue
-from ..queues.remote import RemoteQueue
+from ..queues import queue_type
 from . import metadata_writes
 from .access import login_vhosts
 from .api_queues import check_permission, truthy
@@ -125,12 +124,7 @@ def publish(ctx: Context) -> Reply:
     except AMQPError as error:
         # RabbitMQ reports a failed publish with the whole reply text, code included.
         raise bad_request(str(error)) from None
-    remote = [queue for queue in queues if type(queue) is RemoteQueue]
-    if remote:
-        vhost.forward(remote, message)
-    for queue in queues:
-        if type(queue) is ClassicQueue and not queue.deleted:
-            queue.publish(message)
+    queue_type.deliver(vhost, queues, message)
     return ok({"routed": bool(queues)})
 
 

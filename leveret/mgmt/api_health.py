@@ -91,7 +91,7 @@ async def aliveness(ctx: Context) -> Reply:
     if queue is None:
         return _failed({"reason": "the aliveness test queue is homed on another node"})
     message = message_from_json("", ALIVENESS_QUEUE, BasicProperties(), "test_message", "string")
-    queue.publish(message)
+    queue.deliver(message)
     entry = queue.get(False)
     if entry is None:
         return _failed({"reason": "aliveness test message was not delivered"})

@@ -28,10 +28,18 @@ DEFAULT_WINDOW = 2048
 FLOW_HIGH = 1000
 FLOW_LOW = 250
 
-# What publish() reports, as bit flags.
-ENQUEUED = 0
-STORED = 1  # written to disk: a publisher confirm waits for the fsync
-REJECTED = 2  # refused by the length limit: a publisher confirm is a nack
+
+class Confirming(Protocol):
+    """Who publishes into a queue and confirms its publishes: told when one waits for the disk
+    or is refused, by the sequence number given with it."""
+
+    def stored(self, seq: int) -> None:
+        """Written to disk: confirmed once the group commit has fsynced it."""
+        ...
+
+    def refused(self, seq: int) -> None:
+        """Refused by the length limit: the publisher gets a nack."""
+        ...
 
 
 class Throttled(Protocol):
@@ -175,29 +183,31 @@ class ClassicQueue:
 
     # --- publishing -------------------------------------------------------------------------
 
-    def publish(self, message: Message) -> int:
-        """Enqueue a message; returns ENQUEUED, or STORED / REJECTED flags."""
-        outcome = self._enqueue(message)
+    def deliver(self, message: Message, publisher: Confirming | None = None, seq: int = 0) -> None:
+        """Enqueue a message; `publisher` hears if its confirm `seq` waits for the disk, or is
+        refused (it is confirmed at once otherwise)."""
+        self._enqueue(message, publisher, seq)
         if self.decorators:
             self._notify_decorators()
-        return outcome
 
-    def _enqueue(self, message: Message) -> int:
+    def _enqueue(self, message: Message, publisher: Confirming | None, seq: int) -> None:
         self.published_total += 1
         settings = self.settings
         size = len(message.body)
         if settings.has_limits and settings.overflow != "drop-head" and self._would_overflow(size):
             if settings.overflow == "reject-publish-dlx":
                 self._dead_letter(message, "maxlen")
-            return REJECTED
-        seq = self._next_seq
-        self._next_seq = seq + 1
+            if publisher is not None:
+                publisher.refused(seq)
+            return
+        number = self._next_seq
+        self._next_seq = number + 1
         store = self.store
         persistent = store is not None and message.persistent
         if store is not None and (self._disk_count or len(self._ready) >= self.window):
             # Past the window: the message lives on disk only until consumers get near it.
             store.append(
-                seq,
+                number,
                 message.exchange,
                 message.routing_key,
                 message.header,
@@ -207,8 +217,10 @@ class ClassicQueue:
             self._disk_count += 1
             self.ready_bytes += size
             self._enforce_length_limit()
-            return STORED if persistent else ENQUEUED
-        entry = QueueEntry(seq, message)
+            if persistent and publisher is not None:
+                publisher.stored(seq)
+            return
+        entry = QueueEntry(number, message)
         if self.max_priority or settings.message_ttl is not None or message.has_flags:
             self._classify(entry)
         if not self._ready and not self._returned and self._consumers:
@@ -216,10 +228,14 @@ class ClassicQueue:
             if consumer is not None:
                 if persistent and not consumer.no_ack:
                     self._store_in_memory_entry(entry)
+                    if publisher is not None:
+                        publisher.stored(seq)
                 self._deliver(consumer, entry)
-                return STORED if persistent and not consumer.no_ack else ENQUEUED
+                return
         if persistent:
             self._store_in_memory_entry(entry)
+            if publisher is not None:
+                publisher.stored(seq)
         self._append_ready(entry)
         if settings.has_limits:
             self._enforce_length_limit()
@@ -232,7 +248,6 @@ class ClassicQueue:
             # Checked on every 64th message only: the check walks the consumers.
             if not backlog & 63 and not self.flow_blocked:
                 self.flow_blocked = any(c.sink.write_blocked() for c in self._consumers)
-        return STORED if persistent else ENQUEUED
 
     def _classify(self, entry: QueueEntry) -> None:
         """Priority (clamped to the queue's maximum) and expiry time of a new entry."""

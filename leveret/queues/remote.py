@@ -70,7 +70,9 @@ class QueueStatus:
 class ConfirmWaiter(Protocol):
     """A publisher that waits for the home node to take its message."""
 
-    def remote_confirmed(self, seq: int, taken: bool) -> None: ...
+    def confirmed(self, seq: int, taken: bool) -> None:
+        """The home node took the publish `seq` (0 in a transaction), or could not."""
+        ...
 
 
 class RemoteSubscriber(Protocol):

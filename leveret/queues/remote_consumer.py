@@ -99,7 +99,7 @@ class RemoteQueueHandle:
         self.consumer = None
         waiting, self._waiting = self._waiting, deque()
         if self._current():
-            if self.consumer_id:  # else cancelled once the home node names it (channel.py)
+            if self.consumer_id:  # else cancelled once the home node names it (remote_type.py)
                 self.link.cancel(self.consumer_id)
             for entry in waiting:
                 self._give_back(entry)
