@@ -349,4 +349,9 @@ class HomeSession:
         self._out = self._frames.down.add()
         self._out_bytes = 0
         self._has_out = False
+        stores = self.broker.stores
+        if stores is not None:
+            # Delivery marks reach the OS before the deliveries leave this node (see the
+            # client protocol's flush): after a kill -9 their messages come back redelivered.
+            stores.committer.flush()
         self._outlet.write(frames.SerializeToString())

@@ -153,12 +153,16 @@ class AMQPProtocol(asyncio.Protocol):
         self._flush_scheduled = False
         if not self._out or self.transport is None:
             return
+        session = self.session
+        if session is not None and session.broker.stores is not None:
+            # Delivery marks reach the OS before the deliveries they mark reach the client: a
+            # kill -9 in between would bring those messages back without redelivered set.
+            session.broker.stores.committer.flush()
         data = b"".join(self._out) if len(self._out) > 1 else self._out[0]
         self._out.clear()
         self._pending_bytes = 0
         self._last_sent = time.monotonic()
         self.transport.write(data)
-        session = self.session
         if session is not None and not session.writable and not self._write_blocked:
             session.set_writable(True)  # the transport took it all: deliveries may go on
 
