@@ -179,7 +179,7 @@ class FederationLink:
         if self._demand.is_set():
             wanted = (
                 queue.message_count <= self._high_water
-                and _has_willing_consumer(queue)
+                and queue.has_willing_consumer()
                 and not self._alarmed()
             )
         else:
@@ -451,11 +451,6 @@ def _retrieved(future: asyncio.Future[Any]) -> None:
     """Mark a failure as seen: the link's task reports the connection's end itself."""
     if not future.cancelled():
         future.exception()
-
-
-def _has_willing_consumer(queue: ClassicQueue) -> bool:
-    """Some consumer of priority 0 or more, blocked by its prefetch or not."""
-    return any(consumer.priority >= 0 for consumer in queue.consumers)
 
 
 def link_id(vhost: str, queue: str, upstream: str) -> str:

@@ -616,6 +616,11 @@ class ClassicQueue:
         for decorator in self.decorators:
             decorator.demand_may_have_changed(self)
 
+    def has_willing_consumer(self) -> bool:
+        """Some consumer of priority 0 or more, blocked by its prefetch or not (read on every
+        publish and ack while a federation link consumes: no copy of the list)."""
+        return any(consumer.priority >= 0 for consumer in self._consumers)
+
     def has_demand(self) -> bool:
         """No message is ready and some consumer of priority 0 or more can take one: what a
         federation link waits for before it pulls from upstream (RabbitMQ's rule)."""
