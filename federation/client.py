@@ -4,6 +4,7 @@ deliveries parsed inline and handed over as they complete, settlements written i
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 import struct
 import urllib.parse
@@ -22,7 +23,7 @@ from leveret.amqp.constants import (
     FRAME_METHOD,
     PROTOCOL_HEADER,
 )
-from leveret.amqp.frames import HEARTBEAT_FRAME, method_frame
+from leveret.amqp.frames import HEARTBEAT_FRAME, content_frames, method_frame
 from leveret.amqp.methods import Method, decode_method
 
 # Called once per complete delivery: (delivery tag, redelivered, exchange, routing key, content
@@ -37,6 +38,7 @@ _UNPACK_QB = struct.Struct(">QB").unpack_from
 _ACK_FRAME = struct.Struct(">BHIHHQBB").pack
 _DELIVER = (60 << 16) | 60
 _CANCEL = (60 << 16) | 30
+_RETURN = (60 << 16) | 50
 _CONNECTION_CLOSE = (10 << 16) | 50
 _CONNECTION_CLOSE_OK = (10 << 16) | 51
 _CHANNEL_CLOSE = (20 << 16) | 40
@@ -124,6 +126,9 @@ class _Protocol(asyncio.Protocol):
         # Each awaited reply: the method keys that answer it, and its future.
         self._replies: deque[tuple[frozenset[int], asyncio.Future[Method]]] = deque()
         self.on_delivery: DeliveryHandler | None = None
+        # Methods nobody awaits that a caller takes (a publisher's basic.ack, nack, return);
+        # it answers whether it took the method.
+        self.on_method: Callable[[Method], bool] | None = None
         # Done (with the reason) once the channel or the connection is gone.
         self.closed: asyncio.Future[UpstreamClosed] = asyncio.get_running_loop().create_future()
         self.handshaking = True
@@ -138,6 +143,7 @@ class _Protocol(asyncio.Protocol):
         self._body: list[bytes] = []
         self._body_left = 0
         self._expect = _EXPECT_METHOD
+        self._returned = False  # the content being read is a basic.return's
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
@@ -205,6 +211,9 @@ class _Protocol(asyncio.Protocol):
                     self._expect = _EXPECT_HEADER
                 else:
                     self._method(channel, bytes(buffer[start:end]))
+                    if _UNPACK_I(buffer, start)[0] == _RETURN:
+                        # Its content follows; the method went to on_method, the body nowhere.
+                        self._expect, self._returned = _EXPECT_HEADER, True
             elif kind != FRAME_HEARTBEAT:
                 self._protocol_error(f"unexpected frame type {kind}")
                 return
@@ -225,6 +234,9 @@ class _Protocol(asyncio.Protocol):
         self._routing_key = buffer[offset : offset + size].decode()
 
     def _delivered(self, body: bytes) -> None:
+        if self._returned:
+            self._returned = False
+            return
         handler = self.on_delivery
         if handler is not None:
             handler(
@@ -252,6 +264,7 @@ class _Protocol(asyncio.Protocol):
             self.write(method_frame(channel, m.ChannelCloseOk()))
             self.channel = 0
             self._expect, self._body = _EXPECT_METHOD, []  # a message cut short stays unread
+            self._returned = False
             self.fail(UpstreamClosed(channel_close.reply_code, channel_close.reply_text))
         elif key == _CANCEL:
             # The upstream queue went away (or was cancelled by an operator): start again.
@@ -261,6 +274,8 @@ class _Protocol(asyncio.Protocol):
             if not future.done():
                 future.set_result(method)
         elif key in _IGNORED or key == _CONNECTION_CLOSE_OK:
+            pass
+        elif self.on_method is not None and self.on_method(method):
             pass
         else:
             self._protocol_error(f"unexpected {method.NAME}")
@@ -295,6 +310,12 @@ class _Protocol(asyncio.Protocol):
             transport.write(data)
 
 
+@functools.lru_cache(maxsize=1024)
+def _publish_method(exchange: str, routing_key: str, mandatory: bool) -> bytes:
+    """basic.publish's payload: a stream of messages mostly repeats a few destinations."""
+    return m.BasicPublish(exchange=exchange, routing_key=routing_key, mandatory=mandatory).encode()
+
+
 class UpstreamConnection:
     """One connection to an upstream broker, with one channel open at a time."""
 
@@ -303,6 +324,7 @@ class UpstreamConnection:
         self.server_properties = server_properties
         self._next_channel = 1
         self._heartbeat: asyncio.TimerHandle | None = None
+        self.frame_max = DEFAULT_FRAME_MAX  # as negotiated
 
     @classmethod
     async def open(cls, uri: str, connection_name: str, timeout: float) -> UpstreamConnection:
@@ -361,6 +383,7 @@ class UpstreamConnection:
         await opened
         protocol.handshaking = False
         connection = cls(protocol, start.server_properties)
+        connection.frame_max = frame_max
         if heartbeat:
             connection._beat(heartbeat / 2, 0)
         await connection.open_channel()
@@ -416,9 +439,9 @@ class UpstreamConnection:
         durable: bool = False,
         auto_delete: bool = False,
         arguments: Mapping[str, Any] | None = None,
-    ) -> None:
+    ) -> m.QueueDeclareOk:
         """Declare the queue (or with `passive`, check it exists: UpstreamClosed 404 if not,
-        and the channel is closed)."""
+        and the channel is closed); the reply carries its ready messages and consumers."""
         method = m.QueueDeclare(
             queue=queue,
             passive=passive,
@@ -426,7 +449,7 @@ class UpstreamConnection:
             auto_delete=auto_delete,
             arguments=dict(arguments or {}),
         )
-        await self._call(method, m.QueueDeclareOk)
+        return cast(m.QueueDeclareOk, await self._call(method, m.QueueDeclareOk))
 
     async def basic_qos(self, prefetch_count: int) -> None:
         await self._call(m.BasicQos(prefetch_count=prefetch_count), m.BasicQosOk)
@@ -450,6 +473,20 @@ class UpstreamConnection:
         future = protocol.expect(m.BasicConsumeOk)
         protocol.write(method_frame(protocol.channel, method))
         return future
+
+    async def confirm_select(self, on_method: Callable[[Method], bool]) -> None:
+        """Publisher confirms from now on: `on_method` takes the basic.ack, basic.nack and
+        basic.return the upstream sends (and answers whether it took the method)."""
+        self._protocol.on_method = on_method
+        await self._call(m.ConfirmSelect(), m.ConfirmSelectOk)
+
+    def publish(
+        self, exchange: str, routing_key: str, header: bytes, body: bytes, mandatory: bool
+    ) -> None:
+        """One message (`header` is its content header payload) in one write."""
+        protocol = self._protocol
+        method = _publish_method(exchange, routing_key, mandatory)
+        protocol.write(content_frames(protocol.channel, method, header, body, self.frame_max))
 
     async def basic_cancel(self, consumer_tag: str) -> None:
         # Deliveries sent before the cancel still arrive, and are taken, until cancel-ok.

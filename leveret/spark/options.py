@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+# basic.qos prefetch_count is a short on the wire.
+MAX_PREFETCH = 65535
+
 
 class OptionError(ValueError):
     """An option is missing or wrong; the text names it."""
@@ -12,9 +15,9 @@ class OptionError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class SourceOptions:
-    uri: str
+    uris: tuple[str, ...]  # tried in order: the nodes of a cluster, say
     queues: tuple[str, ...]
-    prefetch: int  # unacknowledged messages the broker may send ahead
+    prefetch: int  # unacknowledged messages per queue: the batch in progress and the next
     max_messages: int  # per batch (a micro-batch, or a batch read)
     max_bytes: int  # of bodies per batch
     priority: int  # the consumer's x-priority: a pipeline may yield to other consumers
@@ -24,7 +27,7 @@ class SourceOptions:
 
 @dataclass(frozen=True, slots=True)
 class SinkOptions:
-    uri: str
+    uris: tuple[str, ...]
     exchange: str  # unless a row has an exchange column
     routing_key: str  # unless a row has a routing_key column
     persistent: bool  # delivery_mode 2 unless a row says otherwise
@@ -43,13 +46,18 @@ def _number(options: Mapping[str, str], name: str, default: int, low: int = 0) -
     return value
 
 
-def _uri(options: Mapping[str, str]) -> str:
-    uri = options.get("uri")
-    if not uri:
-        raise OptionError("option 'uri' is required, e.g. amqp://user:password@host:5672/%2F")
-    if not uri.startswith(("amqp://", "amqps://")):
-        raise OptionError(f"option 'uri' must be an amqp:// or amqps:// URI, not {uri!r}")
-    return uri
+def _uris(options: Mapping[str, str]) -> tuple[str, ...]:
+    uris = tuple(uri.strip() for uri in (options.get("uri") or "").split(",") if uri.strip())
+    if not uris:
+        raise OptionError(
+            "option 'uri' is required, e.g. amqp://user:password@host:5672/%2F "
+            "(or several, separated by commas, tried in order)"
+        )
+    for uri in uris:
+        if not uri.startswith(("amqp://", "amqps://")):
+            shown = uri.rsplit("@", 1)[-1]
+            raise OptionError(f"option 'uri' must hold amqp:// or amqps:// URIs, not {shown!r}")
+    return uris
 
 
 def source_options(options: Mapping[str, str]) -> SourceOptions:
@@ -60,13 +68,19 @@ def source_options(options: Mapping[str, str]) -> SourceOptions:
     if ack not in ("true", "false"):
         raise OptionError(f"option 'ack' must be true or false, not {ack!r}")
     wait_ms = _number(options, "waitMs", 1000)
+    max_messages = _number(options, "maxMessages", 10_000, 1)
+    # Room for the batch in progress and the next one, which then waits when Spark asks.
+    prefetch = _number(options, "prefetch", min(2 * max_messages, MAX_PREFETCH), 1)
+    if prefetch > MAX_PREFETCH:
+        raise OptionError(f"option 'prefetch' must be at most {MAX_PREFETCH}, not {prefetch}")
+    priority_name = "x-priority" if "x-priority" in options else "priority"
     return SourceOptions(
-        uri=_uri(options),
+        uris=_uris(options),
         queues=queues,
-        prefetch=_number(options, "prefetch", 1000, 1),
-        max_messages=_number(options, "maxMessages", 10_000, 1),
+        prefetch=prefetch,
+        max_messages=max_messages,
         max_bytes=_number(options, "maxBytes", 64 * 1024 * 1024, 1),
-        priority=_number(options, "priority", 0, -(2**31)),
+        priority=_number(options, priority_name, 0, -(2**31)),
         acknowledge=ack == "true",
         wait_seconds=wait_ms / 1000,
     )
@@ -77,7 +91,7 @@ def sink_options(options: Mapping[str, str]) -> SinkOptions:
     if persistent not in ("true", "false"):
         raise OptionError(f"option 'persistent' must be true or false, not {persistent!r}")
     return SinkOptions(
-        uri=_uri(options),
+        uris=_uris(options),
         exchange=options.get("exchange") or "",
         routing_key=options.get("routingKey") or options.get("queue") or "",
         persistent=persistent == "true",

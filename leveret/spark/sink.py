@@ -4,15 +4,16 @@ once every message in it was confirmed."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 
-from .broker import connect
 from .options import SinkOptions
-from .rows import row_message
+from .publisher import publish
+from .rows import RowEncoder
 
 
 @dataclass
@@ -21,16 +22,9 @@ class Published(WriterCommitMessage):
 
 
 def publish_rows(options: SinkOptions, rows: Iterator[Any]) -> Published:
-    count = 0
-    with connect(options.uri) as connection:
-        channel = connection.channel()
-        channel.confirm_delivery()  # each publish returns once confirmed, or raises
-        for count, row in enumerate(rows, 1):
-            exchange, routing_key, properties, body = row_message(
-                row.asDict(), count, options.exchange, options.routing_key, options.persistent
-            )
-            channel.basic_publish(exchange, routing_key, body, properties, mandatory=True)
-    return Published(count)
+    encoder = RowEncoder(options.exchange, options.routing_key, options.persistent)
+    messages = (encoder.message(row, number) for number, row in enumerate(rows, 1))
+    return Published(publish(options.uris, messages, f"leveret-spark-write-{os.getpid()}"))
 
 
 class BatchWriter(DataSourceWriter):

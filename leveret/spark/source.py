@@ -1,24 +1,45 @@
 """Reading queues: a batch read drains what is ready (acknowledged, or left queued when `ack`
 is false), and a stream acknowledges each micro-batch only once Spark has committed it.
 
-The stream reads on Spark's driver (a SimpleDataSourceStreamReader), where one connection
-keeps the deliveries of the batch in progress unacknowledged: a query killed before its commit
-leaves them to the broker, which gives them again, marked redelivered, to the restarted query.
+Where the stream reads, and why there: acknowledgements belong to the channel that received
+the deliveries, and Spark commits a micro-batch on the driver, so the stream consumes on the
+driver (a SimpleDataSourceStreamReader) and keeps the batch in progress unacknowledged on its
+own connections until Spark has written and logged it. A query killed before its commit leaves
+the batch to the broker, which gives it again, marked redelivered, to the restarted query.
+Reading on executors instead would spread the parsing, but an executor's task ends before the
+commit and its channel with it, so the broker would requeue (or it would have to acknowledge
+early and lose the guarantee).
+
+What makes the driver fast enough: the queues are consumed by Leveret's small asyncio AMQP
+client (federation/client.py) on a thread of its own, which parses deliveries inline as they
+arrive, with no task and no Python object per frame, while Spark works on the previous batch;
+a micro-batch is then handed to Spark as one Arrow record batch built a column at a time
+(batches.py), not as one tuple per row for Spark to convert. With a prefetch of twice the batch
+size the next batch is already waiting when Spark asks for it.
+
+Offsets count this run's micro-batches ({"batch": n}): queues have no positions to replay from,
+so a batch planned by a run that died reads nothing when replayed (readBetweenOffsets), and its
+messages arrive again, redelivered, in the batches after it. A reader for queues that do keep
+positions (stream queues read with x-stream-offset) would put those in the offsets instead, per
+queue, and replay a planned batch by reading between them.
 """
 
 from __future__ import annotations
 
-import time
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import pika
+import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition, SimpleDataSourceStreamReader
 
-from .broker import check_queue, connect
+from .batches import record_batch
+from .consumer import MAX_PREFETCH, Consumer
 from .options import SourceOptions
-from .rows import message_row
+
+# How long a batch read waits, at most, for the messages its queue said were ready.
+_BATCH_READ_SECONDS = 120.0
 
 
 @dataclass
@@ -33,23 +54,30 @@ class BatchReader(DataSourceReader):
     def partitions(self) -> list[QueuePartition]:
         return [QueuePartition(queue) for queue in self.options.queues]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, QueuePartition)
         options = self.options
-        with connect(options.uri) as connection:
-            channel = connection.channel()
-            check_queue(channel, partition.queue)
-            taken = size = last = 0
-            while taken < options.max_messages and size < options.max_bytes:
-                method, properties, body = channel.basic_get(partition.queue)
-                if method is None:
-                    break
-                taken, size, last = taken + 1, size + len(body), method.delivery_tag
-                yield message_row(partition.queue, method, properties, body)
-            if last and options.acknowledge:
-                channel.basic_ack(last, multiple=True)
-            elif last:  # a peek: everything goes back, in its order
-                channel.basic_nack(last, multiple=True, requeue=True)
+        # A consumer can hold at most a prefetch of unacknowledged deliveries, and a batch read
+        # acknowledges only once Spark has taken them all.
+        limit = min(options.max_messages, MAX_PREFETCH)
+        consumer = Consumer(
+            options.uris,
+            [partition.queue],
+            prefetch=limit,
+            priority=options.priority,
+            name=f"leveret-spark-read-{os.getpid()}",
+        ).start()
+        try:
+            wanted = min(limit, consumer.ready[partition.queue])
+            if wanted:
+                consumer.wait_for(wanted, _BATCH_READ_SECONDS, options.wait_seconds)
+            taken = consumer.take(wanted, options.max_bytes, 0)
+            if taken:
+                yield record_batch(taken)
+                if options.acknowledge:
+                    consumer.acknowledge(consumer.last_tags(taken))
+        finally:
+            consumer.close()  # what was not acknowledged goes back, in its order
 
 
 class StreamReader(SimpleDataSourceStreamReader):
@@ -57,77 +85,58 @@ class StreamReader(SimpleDataSourceStreamReader):
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
-        self._connection: pika.BlockingConnection | None = None
-        self._channel: Any = None
-        self._arrived: list[tuple[str, Any, Any, bytes]] = []
-        self._uncommitted: list[tuple[int, int]] = []  # (batch, its last delivery tag)
+        self._consumer: Consumer | None = None
+        self._uncommitted: list[tuple[int, dict[str, int]]] = []  # (batch, last tag per queue)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"options": self.options}  # never the connections
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["options"])  # type: ignore[misc]
 
     def initialOffset(self) -> dict[str, int]:
         return {"batch": 0}
 
-    def _consume(self) -> Any:
-        if self._channel is None:
+    def _started(self) -> Consumer:
+        if self._consumer is None:
             options = self.options
-            self._connection = connect(options.uri)
-            channel = self._connection.channel()
-            channel.basic_qos(prefetch_count=options.prefetch)
-            for queue in options.queues:
-                check_queue(channel, queue)
-                channel.basic_consume(
-                    queue,
-                    lambda ch, method, props, body, queue=queue: self._arrived.append(
-                        (queue, method, props, body)
-                    ),
-                    arguments={"x-priority": options.priority},
-                )
-            self._channel = channel
-        return self._channel
+            self._consumer = Consumer(
+                options.uris,
+                options.queues,
+                prefetch=options.prefetch,
+                priority=options.priority,
+                name=f"leveret-spark-stream-{os.getpid()}",
+            ).start()
+        return self._consumer
 
-    def _take(self) -> tuple[list[tuple[Any, ...]], int]:
-        """What arrived, up to a batch's limits (waiting a little for the first message)."""
-        self._consume()
-        connection, options = self._connection, self.options
-        assert connection is not None
-        deadline = time.monotonic() + options.wait_seconds
-        while not self._arrived and time.monotonic() < deadline:
-            connection.process_data_events(time_limit=max(0.0, deadline - time.monotonic()))
-        connection.process_data_events(time_limit=0)
-        rows: list[tuple[Any, ...]] = []
-        size = last = 0
-        while self._arrived and len(rows) < options.max_messages and size < options.max_bytes:
-            queue, method, properties, body = self._arrived.pop(0)
-            rows.append(message_row(queue, method, properties, body))
-            size, last = size + len(body), method.delivery_tag
-        return rows, last
-
-    def read(self, start: dict[str, int]) -> tuple[Iterator[tuple[Any, ...]], dict[str, int]]:
+    def read(self, start: dict[str, int]) -> tuple[Iterator[Any], dict[str, int]]:
         # Spark plans the batch after `start` once the batch that ends there is written and
         # logged as done: acknowledge it now, as its own commit() may come only with more data.
         self.commit(start)
-        rows, last = self._take()
-        if not rows:
+        consumer = self._started()
+        options = self.options
+        taken = consumer.take(options.max_messages, options.max_bytes, options.wait_seconds)
+        if not taken:
             return iter(()), start
         batch = start["batch"] + 1
-        self._uncommitted.append((batch, last))
-        return iter(rows), {"batch": batch}
+        self._uncommitted.append((batch, consumer.last_tags(taken)))
+        return iter([record_batch(taken)]), {"batch": batch}
 
-    def readBetweenOffsets(
-        self, start: dict[str, int], end: dict[str, int]
-    ) -> Iterator[tuple[Any, ...]]:
-        # A batch planned by a run that died: its messages came back (redelivered), and this
-        # run reads what is there now in its place.
-        rows, last = self._take()
-        if rows:
-            self._uncommitted.append((end["batch"], last))
-        return iter(rows)
+    def readBetweenOffsets(self, start: dict[str, int], end: dict[str, int]) -> Iterator[Any]:
+        # A batch planned by a run that died: its messages came back to their queues, marked
+        # redelivered, and arrive in this run's next batches.
+        return iter(())
 
     def commit(self, end: dict[str, int]) -> None:
-        done = [tag for batch, tag in self._uncommitted if batch <= end["batch"]]
+        done: dict[str, int] = {}
+        for batch, tags in self._uncommitted:
+            if batch <= end["batch"]:
+                done.update(tags)  # later batches carry later tags
         self._uncommitted = [(b, t) for b, t in self._uncommitted if b > end["batch"]]
-        if done and self._channel is not None:
-            self._channel.basic_ack(max(done), multiple=True)
+        if done and self._consumer is not None:
+            self._consumer.acknowledge(done)
 
     def stop(self) -> None:
-        if self._connection is not None and self._connection.is_open:
-            self._connection.close()
-        self._connection = self._channel = None
+        if self._consumer is not None:
+            self._consumer.close()
+        self._consumer = None

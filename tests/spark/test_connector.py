@@ -1,14 +1,14 @@
 """The Spark connector against a real node, through a local SparkSession (PySpark 4, Java 17):
-batch writes and reads, a stream from one queue to another, acknowledgement on commit, and the
-errors that name the option or column at fault."""
+batch writes and reads, streams from one or several queues, acknowledgement on commit (and
+every message again after a query dies mid-batch), a nacked write, and the errors that name
+the option or column at fault."""
 
 from __future__ import annotations
 
 import json
 import os
-import sys
+import socket
 import tempfile
-import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -16,18 +16,18 @@ from typing import Any
 import pika
 import pytest
 
+from tests.spark.conftest import count, declare, drain, publish, unacked
 from tests.support.node import NodeProcess, wait_for
 
 try:
-    from pyspark.sql import SparkSession
-
-    from leveret.spark import register
     from leveret.spark.options import source_options
     from leveret.spark.source import StreamReader
 except ImportError as missing:  # pyspark is the spark extra
     if os.environ.get("CI") == "true":
         raise
     pytest.skip(f"pyspark is not installed: {missing}", allow_module_level=True)
+
+STREAM_SECONDS = 60  # the most any stream here waits for its messages
 
 
 @pytest.fixture(scope="module")
@@ -39,68 +39,52 @@ def node() -> Iterator[NodeProcess]:
         running.cleanup()
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    # Spark's Python workers run this interpreter (with pika and Leveret), not the system's.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[1]")
-        .appName("leveret-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "1")
-        .getOrCreate()
-    )
-    register(session)
-    try:
-        yield session
-    finally:
-        session.stop()
-
-
-def declare(node: NodeProcess, *queues: str) -> None:
-    with pika.BlockingConnection(pika.URLParameters(node.url)) as conn:
-        channel = conn.channel()
-        for queue in queues:
-            channel.queue_declare(queue, durable=True)
-
-
-def count(node: NodeProcess, queue: str) -> int:
-    with pika.BlockingConnection(pika.URLParameters(node.url)) as conn:
-        return conn.channel().queue_declare(queue, passive=True).method.message_count
-
-
-def publish(node: NodeProcess, queue: str, bodies: list[bytes]) -> None:
-    with pika.BlockingConnection(pika.URLParameters(node.url)) as conn:
-        channel = conn.channel()
-        channel.confirm_delivery()
-        for body in bodies:
-            channel.basic_publish("", queue, body, pika.BasicProperties(delivery_mode=2))
-
-
 def test_a_batch_written_then_read_back(spark: Any, node: NodeProcess) -> None:
-    declare(node, "spark.batch")
+    declare(node.url, "spark.batch")
     rows = [(f"m{n}".encode(), "spark.batch", {"n": str(n)}) for n in range(5)]
     frame = spark.createDataFrame(
         rows, "body binary, routing_key string, headers map<string,string>"
     )
     frame.write.format("leveret").option("uri", node.url).mode("append").save()
-    assert count(node, "spark.batch") == 5
+    assert count(node.url, "spark.batch") == 5
     # A peek leaves the messages queued; a read acknowledges them.
     peek = spark.read.format("leveret").option("uri", node.url).option("queue", "spark.batch")
     assert peek.option("ack", "false").load().count() == 5
-    assert count(node, "spark.batch") == 5
+    assert count(node.url, "spark.batch") == 5
     read = (
         spark.read.format("leveret").option("uri", node.url).option("queue", "spark.batch").load()
     ).collect()
     assert sorted(bytes(row.body) for row in read) == [f"m{n}".encode() for n in range(5)]
     assert {row.headers["n"] for row in read} == {str(n) for n in range(5)}
     assert all(row.queue == "spark.batch" and row.delivery_mode == 2 for row in read)
-    assert count(node, "spark.batch") == 0
+    assert all(row.redelivered for row in read)  # the peek gave them back
+    assert count(node.url, "spark.batch") == 0
+
+
+def test_a_batch_read_takes_at_most_max_messages(spark: Any, node: NodeProcess) -> None:
+    declare(node.url, "spark.limited")
+    publish(node.url, "spark.limited", [b"x%d" % n for n in range(30)])
+    read = (
+        spark.read.format("leveret")
+        .option("uri", node.url)
+        .option("queue", "spark.limited")
+        .option("maxMessages", "12")
+        .load()
+    )
+    assert [bytes(row.body) for row in read.collect()] == [b"x%d" % n for n in range(12)]
+    assert count(node.url, "spark.limited") == 18
+    drain(node.url, "spark.limited")
 
 
 def test_a_stream_from_one_queue_to_another(spark: Any, node: NodeProcess) -> None:
-    declare(node, "spark.in", "spark.out")
-    publish(node, "spark.in", [f"e{n}".encode() for n in range(20)])
+    declare(node.url, "spark.in", "spark.out")
+    with pika.BlockingConnection(pika.URLParameters(node.url)) as conn:
+        channel = conn.channel()
+        properties = pika.BasicProperties(
+            content_type="text/plain", headers={"kind": "click"}, timestamp=1_700_000_000
+        )
+        for n in range(20):
+            channel.basic_publish("", "spark.in", f"e{n}".encode(), properties)
     with tempfile.TemporaryDirectory() as checkpoint:
         stream = (
             spark.readStream.format("leveret")
@@ -108,7 +92,11 @@ def test_a_stream_from_one_queue_to_another(spark: Any, node: NodeProcess) -> No
             .option("queue", "spark.in")
             .option("maxMessages", "8")
             .load()
-            .selectExpr("upper(cast(body as string)) as body")
+            .selectExpr(
+                "upper(cast(body as string)) as body",
+                "map('kind', headers['kind'], 'type', content_type,"
+                " 'at', cast(unix_timestamp(timestamp) as string)) as headers",
+            )
             .writeStream.format("leveret")
             .option("uri", node.url)
             .option("routingKey", "spark.out")
@@ -116,46 +104,170 @@ def test_a_stream_from_one_queue_to_another(spark: Any, node: NodeProcess) -> No
             .start()
         )
         try:
-            wait_for(lambda: count(node, "spark.out") == 20, 90, 0.5)
+            wait_for(lambda: count(node.url, "spark.out") == 20, STREAM_SECONDS, 0.2)
             # Once Spark committed the batches, their messages are acknowledged at the source.
             wait_for(
-                lambda: count(node, "spark.in") == 0 and _unacked(node, "spark.in") == 0, 30, 0.5
+                lambda: count(node.url, "spark.in") == 0
+                and unacked(node.management_url, "spark.in") == 0,
+                30,
+                0.2,
             )
         finally:
             stream.stop()
     with pika.BlockingConnection(pika.URLParameters(node.url)) as conn:
         channel = conn.channel()
-        bodies = [channel.basic_get("spark.out", auto_ack=True)[2] for _ in range(20)]
-    assert sorted(bodies) == sorted(f"E{n}".encode() for n in range(20))
+        got = [channel.basic_get("spark.out", auto_ack=True) for _ in range(20)]
+    assert sorted(body for _, _, body in got) == sorted(f"E{n}".encode() for n in range(20))
+    assert {tuple(sorted(props.headers.items())) for _, props, _ in got} == {
+        (("at", "1700000000"), ("kind", "click"), ("type", "text/plain"))
+    }
 
 
-def _unacked(node: NodeProcess, queue: str) -> int:
+def test_a_stream_reads_several_queues_as_a_low_priority_consumer(
+    spark: Any, node: NodeProcess
+) -> None:
+    declare(node.url, "spark.a", "spark.b")
+    publish(node.url, "spark.a", [b"a%d" % n for n in range(15)])
+    publish(node.url, "spark.b", [b"b%d" % n for n in range(15)])
+    seen: list[tuple[str, bytes]] = []
+    with tempfile.TemporaryDirectory() as checkpoint:
+        stream = (
+            spark.readStream.format("leveret")
+            .option("uri", node.url)
+            .option("queue", "spark.a, spark.b")
+            .option("x-priority", "-5")
+            .option("maxMessages", "7")
+            .load()
+            .writeStream.foreachBatch(
+                lambda frame, _batch: seen.extend(
+                    (row.queue, bytes(row.body)) for row in frame.collect()
+                )
+            )
+            .option("checkpointLocation", checkpoint)
+            .start()
+        )
+        try:
+            wait_for(lambda: len(seen) >= 30, STREAM_SECONDS, 0.2)
+            consumers = _consumers(node)
+        finally:
+            stream.stop()
+    assert sorted(seen) == sorted(
+        [("spark.a", b"a%d" % n) for n in range(15)] + [("spark.b", b"b%d" % n) for n in range(15)]
+    )
+    # Each queue in its arrival order.
+    assert [body for queue, body in seen if queue == "spark.a"] == [b"a%d" % n for n in range(15)]
+    assert {(c["queue"]["name"], c["arguments"].get("x-priority")) for c in consumers} == {
+        ("spark.a", -5),
+        ("spark.b", -5),
+    }
+
+
+def _consumers(node: NodeProcess) -> list[dict[str, Any]]:
     request = urllib.request.Request(
-        f"{node.management_url}/api/queues/%2F/{queue}",
+        f"{node.management_url}/api/consumers",
         headers={"Authorization": "Basic Z3Vlc3Q6Z3Vlc3Q="},
     )
     with urllib.request.urlopen(request, timeout=10) as response:
-        return int(json.loads(response.read()).get("messages_unacknowledged", 0))
+        found: list[dict[str, Any]] = json.loads(response.read())
+    return [c for c in found if c["queue"]["name"].startswith("spark.")]
+
+
+def test_a_query_that_dies_mid_batch_gets_every_message_on_restart(
+    spark: Any, node: NodeProcess
+) -> None:
+    """The second micro-batch fails after it was read: the query dies before Spark commits it.
+    Restarted from its checkpoint, the query gets every message of that batch again, marked
+    redelivered, and none is lost."""
+    declare(node.url, "spark.restart")
+    bodies = [b"r%d" % n for n in range(40)]
+    publish(node.url, "spark.restart", bodies)
+    kept: list[tuple[bytes, bool]] = []
+    failed: list[bytes] = []
+
+    def first_run(frame: Any, batch: int) -> None:
+        rows = [(bytes(row.body), row.redelivered) for row in frame.collect()]
+        if len(kept) >= 10:
+            failed.extend(body for body, _ in rows)
+            raise RuntimeError("the sink of batch 2 failed")
+        kept.extend(rows)
+
+    def second_run(frame: Any, batch: int) -> None:
+        kept.extend((bytes(row.body), row.redelivered) for row in frame.collect())
+
+    with tempfile.TemporaryDirectory() as checkpoint:
+        for run in (first_run, second_run):
+            query = (
+                spark.readStream.format("leveret")
+                .option("uri", node.url)
+                .option("queue", "spark.restart")
+                .option("maxMessages", "10")
+                .load()
+                .writeStream.foreachBatch(run)
+                .option("checkpointLocation", checkpoint)
+                .start()
+            )
+            try:
+                if run is first_run:
+                    with pytest.raises(Exception, match="the sink of batch 2 failed"):
+                        query.awaitTermination(STREAM_SECONDS)
+                else:
+                    wait_for(lambda: len(kept) >= len(bodies), STREAM_SECONDS, 0.2)
+            finally:
+                query.stop()
+    assert failed, "the first run failed no batch"
+    assert sorted(body for body, _ in kept) == sorted(bodies)
+    redelivered = {body for body, again in kept if again}
+    # The failed batch came back redelivered (with what the first run had prefetched), and
+    # the batch committed before it did not.
+    assert set(failed) <= redelivered and not redelivered & {body for body, _ in kept[:10]}
+    wait_for(lambda: count(node.url, "spark.restart") == 0, 10, 0.1)
 
 
 def test_an_uncommitted_micro_batch_comes_back_redelivered(node: NodeProcess) -> None:
-    """A query that dies between reading a batch and committing it (the reader stops without
-    a commit) leaves its messages to the broker, which gives them again, marked redelivered."""
-    declare(node, "spark.atleastonce")
-    publish(node, "spark.atleastonce", [b"a", b"b", b"c"])
+    """A reader that stops between reading a batch and its commit leaves the batch to the
+    broker, which gives it again, marked redelivered, to the next reader."""
+    declare(node.url, "spark.atleastonce")
+    publish(node.url, "spark.atleastonce", [b"a", b"b", b"c"])
     options = source_options({"uri": node.url, "queue": "spark.atleastonce"})
     first = StreamReader(options)
-    rows, end = first.read(first.initialOffset())
-    assert [row[0] for row in rows] == [b"a", b"b", b"c"] and end == {"batch": 1}
+    batches, end = first.read(first.initialOffset())
+    rows = next(iter(batches)).to_pylist()
+    assert [row["body"] for row in rows] == [b"a", b"b", b"c"] and end == {"batch": 1}
     first.stop()  # killed before Spark's commit
     second = StreamReader(options)
-    again, end = second.read({"batch": 1})
-    again = list(again)
-    assert [(row[0], row[3]) for row in again] == [(b"a", True), (b"b", True), (b"c", True)]
+    batches, end = second.read({"batch": 1})
+    again = next(iter(batches)).to_pylist()
+    assert [(row["body"], row["redelivered"]) for row in again] == [
+        (b"a", True),
+        (b"b", True),
+        (b"c", True),
+    ]
+    assert list(second.readBetweenOffsets({"batch": 0}, {"batch": 1})) == []
     second.commit(end)
+    wait_for(lambda: unacked(node.management_url, "spark.atleastonce") == 0, 10, 0.05)
     second.stop()
-    time.sleep(0.2)
-    assert count(node, "spark.atleastonce") == 0
+    assert count(node.url, "spark.atleastonce") == 0
+
+
+def test_a_nacked_write_fails_the_task(spark: Any, node: NodeProcess) -> None:
+    """A queue full with reject-publish nacks what does not fit: the write fails, naming it."""
+    declare(
+        node.url, "spark.full", arguments={"x-max-length": 3, "x-overflow": "reject-publish"}
+    )
+    frame = spark.createDataFrame([(b"f%d" % n,) for n in range(10)], "body binary")
+    with pytest.raises(Exception, match="the broker nacked message 4 of the task"):
+        frame.coalesce(1).write.format("leveret").option("uri", node.url).option(
+            "routingKey", "spark.full"
+        ).mode("append").save()
+    assert count(node.url, "spark.full") == 3
+
+
+def test_an_unroutable_write_fails_the_task(spark: Any, node: NodeProcess) -> None:
+    frame = spark.createDataFrame([(b"lost",)], "body binary")
+    with pytest.raises(Exception, match="a message was returned: 312 NO_ROUTE"):
+        frame.write.format("leveret").option("uri", node.url).option(
+            "routingKey", "spark.nowhere"
+        ).mode("append").save()
 
 
 def test_errors_name_the_option_or_column(spark: Any, node: NodeProcess) -> None:
@@ -164,10 +276,50 @@ def test_errors_name_the_option_or_column(spark: Any, node: NodeProcess) -> None
         reader.load().collect()
     with pytest.raises(Exception, match="option 'queue': NOT_FOUND - no queue 'missing'"):
         reader.option("queue", "missing").load().collect()
+    with pytest.raises(Exception, match="option 'prefetch' must be at most 65535"):
+        reader.option("queue", "x").option("prefetch", "70000").load().collect()
     wrong = node.url.replace("guest:guest", "guest:wrong")
     with pytest.raises(Exception, match="refused the credentials of option 'uri'"):
         spark.read.format("leveret").option("uri", wrong).option("queue", "x").load().collect()
-    declare(node, "spark.nobody")
+    with socket_closed() as port:
+        unreachable = f"amqp://guest:guest@127.0.0.1:{port}/"
+        with pytest.raises(Exception, match="cannot connect to the broker of option 'uri'"):
+            spark.read.format("leveret").option("uri", unreachable).option(
+                "queue", "x"
+            ).load().collect()
+    declare(node.url, "spark.nobody")
     frame = spark.createDataFrame([(None, "spark.nobody")], "body binary, routing_key string")
     with pytest.raises(Exception, match="the column 'body' is required"):
         frame.write.format("leveret").option("uri", node.url).mode("append").save()
+    assert count(node.url, "spark.nobody") == 0
+
+
+def test_a_stream_from_a_missing_queue_fails_naming_it(spark: Any, node: NodeProcess) -> None:
+    with tempfile.TemporaryDirectory() as checkpoint:
+        query = (
+            spark.readStream.format("leveret")
+            .option("uri", node.url)
+            .option("queue", "spark.absent")
+            .load()
+            .writeStream.format("noop")
+            .option("checkpointLocation", checkpoint)
+            .start()
+        )
+        try:
+            with pytest.raises(Exception, match="option 'queue': NOT_FOUND - no queue"):
+                query.awaitTermination(STREAM_SECONDS)
+        finally:
+            query.stop()
+
+
+class socket_closed:  # noqa: N801 - read as a phrase: `with socket_closed() as port`
+    """A loopback port nothing listens on (bound, never listening, so no one else takes it)."""
+
+    def __enter__(self) -> int:
+        self._socket = socket.socket()
+        self._socket.bind(("127.0.0.1", 0))
+        return int(self._socket.getsockname()[1])
+
+    def __exit__(self, *exc: object) -> None:
+        self._socket.close()
+
