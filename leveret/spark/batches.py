@@ -81,6 +81,7 @@ def record_batch(deliveries: Sequence[Delivery]) -> pa.RecordBatch:
     else:
         columns += [[] for _ in range(len(ARROW_SCHEMA) - _FIRST_PROPERTY)]
     arrays = [
-        pa.array(column, type=field.type) for column, field in zip(columns, ARROW_SCHEMA, strict=True)
+        pa.array(column, type=field.type)
+        for column, field in zip(columns, ARROW_SCHEMA, strict=True)
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)

@@ -23,7 +23,7 @@ class LeveretDataSource(DataSource):
     def reader(self, schema: Any) -> BatchReader:
         return BatchReader(source_options(self.options))
 
-    def simpleStreamReader(self, schema: Any) -> StreamReader:
+    def streamReader(self, schema: Any) -> StreamReader:
         return StreamReader(source_options(self.options))
 
     def writer(self, schema: Any, overwrite: bool) -> BatchWriter:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, InputPartition, SimpleDataSourceStreamReader
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 
 from .batches import record_batch
 from .consumer import MAX_PREFETCH, Consumer
@@ -40,6 +40,10 @@ from .options import SourceOptions
 
 # How long a batch read waits, at most, for the messages its queue said were ready.
 _BATCH_READ_SECONDS = 120.0
+# A micro-batch is cut into partitions of about this many rows (at most _MAX_PARTITIONS), so
+# that executors turn them into Spark's rows side by side.
+_PARTITION_ROWS = 16384
+_MAX_PARTITIONS = 8
 
 
 @dataclass
@@ -80,13 +84,35 @@ class BatchReader(DataSourceReader):
             consumer.close()  # what was not acknowledged goes back, in its order
 
 
-class StreamReader(SimpleDataSourceStreamReader):
+@dataclass
+class ArrowPartition(InputPartition):
+    """A slice of a micro-batch, as an Arrow IPC stream: the driver read it, an executor
+    hands it to Spark."""
+
+    data: bytes
+
+
+def _partitions(batch: pa.RecordBatch) -> list[ArrowPartition]:
+    count = min(_MAX_PARTITIONS, -(-batch.num_rows // _PARTITION_ROWS))
+    size = -(-batch.num_rows // count)
+    partitions = []
+    for start in range(0, batch.num_rows, size):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, batch.schema) as stream:
+            stream.write_batch(batch.slice(start, size))
+        partitions.append(ArrowPartition(sink.getvalue().to_pybytes()))
+    return partitions
+
+
+class StreamReader(DataSourceStreamReader):
     """Offsets count micro-batches: {"batch": n} is the end of the n-th this run has read."""
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._consumer: Consumer | None = None
-        self._uncommitted: list[tuple[int, dict[str, int]]] = []  # (batch, last tag per queue)
+        self._handed_out = 0  # the last batch this run read
+        # Each batch read and not yet acknowledged: its last tag per queue, and its data.
+        self._pending: dict[int, tuple[dict[str, int], pa.RecordBatch]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {"options": self.options}  # never the connections
@@ -109,30 +135,44 @@ class StreamReader(SimpleDataSourceStreamReader):
             ).start()
         return self._consumer
 
-    def read(self, start: dict[str, int]) -> tuple[Iterator[Any], dict[str, int]]:
-        # Spark plans the batch after `start` once the batch that ends there is written and
-        # logged as done: acknowledge it now, as its own commit() may come only with more data.
-        self.commit(start)
+    def latestOffset(
+        self, start: dict[str, int] | None = None, limit: Any = None
+    ) -> dict[str, int]:
+        # Spark asks for the next batch once the one before it is written and logged as done
+        # (`start` is its end; PySpark before 4.2 does not say): acknowledge it now, as its
+        # own commit() may come only with more data.
+        done = start["batch"] if start is not None else self._handed_out
+        self.commit({"batch": done})
         consumer = self._started()
         options = self.options
         taken = consumer.take(options.max_messages, options.max_bytes, options.wait_seconds)
         if not taken:
-            return iter(()), start
-        batch = start["batch"] + 1
-        self._uncommitted.append((batch, consumer.last_tags(taken)))
-        return iter([record_batch(taken)]), {"batch": batch}
+            return {"batch": done}
+        # Numbered on from `start`, which after a restart is the last batch of the run before.
+        batch = max(done, self._handed_out) + 1
+        self._pending[batch] = (consumer.last_tags(taken), record_batch(taken))
+        self._handed_out = batch
+        return {"batch": batch}
 
-    def readBetweenOffsets(self, start: dict[str, int], end: dict[str, int]) -> Iterator[Any]:
-        # A batch planned by a run that died: its messages came back to their queues, marked
-        # redelivered, and arrive in this run's next batches.
-        return iter(())
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+        pending = [
+            data
+            for batch, (_tags, data) in sorted(self._pending.items())
+            if start["batch"] < batch <= end["batch"]
+        ]
+        # None pending: a batch planned by a run that died. Its messages went back to their
+        # queues, marked redelivered, and arrive in this run's next batches.
+        return [part for data in pending for part in _partitions(data)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, ArrowPartition)
+        yield from pa.ipc.open_stream(partition.data).read_all().to_batches()
 
     def commit(self, end: dict[str, int]) -> None:
         done: dict[str, int] = {}
-        for batch, tags in self._uncommitted:
+        for batch in sorted(self._pending):
             if batch <= end["batch"]:
-                done.update(tags)  # later batches carry later tags
-        self._uncommitted = [(b, t) for b, t in self._uncommitted if b > end["batch"]]
+                done.update(self._pending.pop(batch)[0])  # later batches carry later tags
         if done and self._consumer is not None:
             self._consumer.acknowledge(done)
 
