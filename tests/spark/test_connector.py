@@ -107,8 +107,10 @@ def test_a_stream_from_one_queue_to_another(spark: Any, node: NodeProcess) -> No
             wait_for(lambda: count(node.url, "spark.out") == 20, STREAM_SECONDS, 0.2)
             # Once Spark committed the batches, their messages are acknowledged at the source.
             wait_for(
-                lambda: count(node.url, "spark.in") == 0
-                and unacked(node.management_url, "spark.in") == 0,
+                lambda: (
+                    count(node.url, "spark.in") == 0
+                    and unacked(node.management_url, "spark.in") == 0
+                ),
                 30,
                 0.2,
             )
@@ -265,9 +267,7 @@ def test_an_uncommitted_micro_batch_comes_back_redelivered(node: NodeProcess) ->
 
 def test_a_nacked_write_fails_the_task(spark: Any, node: NodeProcess) -> None:
     """A queue full with reject-publish nacks what does not fit: the write fails, naming it."""
-    declare(
-        node.url, "spark.full", arguments={"x-max-length": 3, "x-overflow": "reject-publish"}
-    )
+    declare(node.url, "spark.full", arguments={"x-max-length": 3, "x-overflow": "reject-publish"})
     frame = spark.createDataFrame([(b"f%d" % n,) for n in range(10)], "body binary")
     with pytest.raises(Exception, match="the broker nacked message 4 of the task"):
         frame.coalesce(1).write.format("leveret").option("uri", node.url).option(
@@ -336,4 +336,3 @@ class socket_closed:  # noqa: N801 - read as a phrase: `with socket_closed() as 
 
     def __exit__(self, *exc: object) -> None:
         self._socket.close()
-
