@@ -8,7 +8,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test,fast,dev,spark]'
 	touch $@
 
-.PHONY: venv run cluster test test-slow bench bench-cluster bench-federation bench-containers spark-example lint
+.PHONY: venv run cluster test test-slow bench bench-cluster bench-federation bench-containers bench-spark spark-example lint
 venv: $(VENV)/.installed
 
 run: venv
@@ -42,6 +42,10 @@ lint: venv
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
 	$(VENV)/bin/mypy leveret cluster federation proto/metadata_schema.py
+
+# Messages/s into and out of Spark: the connector beside pika inside foreachBatch on RabbitMQ.
+bench-spark: venv
+	$(PY) -m bench.spark --write
 
 # Image size and startup, and the Helm chart's pods run on Docker (formation, rolling restart).
 bench-containers: venv

@@ -273,9 +273,11 @@ class _Protocol(asyncio.Protocol):
             _keys, future = self._replies.popleft()
             if not future.done():
                 future.set_result(method)
-        elif key in _IGNORED or key == _CONNECTION_CLOSE_OK:
-            pass
-        elif self.on_method is not None and self.on_method(method):
+        elif (
+            key in _IGNORED
+            or key == _CONNECTION_CLOSE_OK
+            or (self.on_method is not None and self.on_method(method))
+        ):
             pass
         else:
             self._protocol_error(f"unexpected {method.NAME}")

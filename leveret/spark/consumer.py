@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import threading
 import time
 from collections import deque
 from collections.abc import Coroutine, Sequence
 from typing import Any, NamedTuple, TypeVar
 
-from federation.client import AuthenticationFailed, UpstreamClosed, UpstreamConnection
+from federation.client import (
+    AuthenticationFailed,
+    DeliveryHandler,
+    UpstreamClosed,
+    UpstreamConnection,
+)
 
 from .options import MAX_PREFETCH, OptionError
 
@@ -43,7 +50,7 @@ def shown(uri: str) -> str:
 
 def _new_loop() -> asyncio.AbstractEventLoop:
     try:
-        import uvloop  # noqa: PLC0415 - optional (the fast extra)
+        import uvloop
     except ImportError:
         return asyncio.new_event_loop()
     return uvloop.new_event_loop()
@@ -122,31 +129,27 @@ class Consumer:
             self.ready[queue] = declared.message_count
             if self.prefetch:
                 await connection.basic_qos(self.prefetch)
-            arrived = self._arrived.append
-
-            def on_delivery(
-                tag: int,
-                redelivered: bool,
-                exchange: str,
-                routing_key: str,
-                header: bytes,
-                body: bytes,
-                queue: str = queue,
-            ) -> None:
-                arrived(Delivery(queue, tag, redelivered, exchange, routing_key, header, body))
-
             await connection.basic_consume(
                 queue,
                 f"spark-{queue}",
                 no_ack=False,
                 arguments={"x-priority": self.priority} if self.priority else {},
-                on_delivery=on_delivery,
+                on_delivery=self._deliveries_of(queue),
             )
-            connection.closed.add_done_callback(
-                lambda closed, queue=queue: self._on_closed(queue, closed.result())
-            )
+            connection.closed.add_done_callback(functools.partial(self._on_closed, queue))
 
-    def _on_closed(self, queue: str, reason: UpstreamClosed) -> None:
+    def _deliveries_of(self, queue: str) -> DeliveryHandler:
+        arrived = self._arrived.append
+
+        def on_delivery(
+            tag: int, redelivered: bool, exchange: str, routing_key: str, header: bytes, body: bytes
+        ) -> None:
+            arrived(Delivery(queue, tag, redelivered, exchange, routing_key, header, body))
+
+        return on_delivery
+
+    def _on_closed(self, queue: str, closed: asyncio.Future[UpstreamClosed]) -> None:
+        reason = closed.result()
         if self._lost is None and queue in self._connections:
             self._lost = f"the connection to {shown(self.uri)} for queue '{queue}' ended: {reason}"
 
@@ -212,10 +215,9 @@ class Consumer:
         if self._loop.is_closed():
             return
         if self._thread.is_alive():
-            try:
+            # The broker requeues what a dropped connection held.
+            with contextlib.suppress(TimeoutError, UpstreamClosed, OSError, RuntimeError):
                 self._run(self._close_all(), _CONNECT_SECONDS)
-            except (TimeoutError, UpstreamClosed, OSError, RuntimeError):
-                pass  # the broker requeues what a dropped connection held
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(_CONNECT_SECONDS)
         if not self._thread.is_alive():

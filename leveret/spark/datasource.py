@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyspark.sql.datasource import DataSource
+from pyspark.sql.types import StructType
 
 from .options import sink_options, source_options
 from .rows import SCHEMA
@@ -17,7 +18,7 @@ class LeveretDataSource(DataSource):
     def name(cls) -> str:
         return "leveret"
 
-    def schema(self) -> str:
+    def schema(self) -> StructType:
         return SCHEMA
 
     def reader(self, schema: Any) -> BatchReader:

@@ -18,9 +18,9 @@ import pytest
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     # Imported here: the test modules skip (or, under CI, fail) when pyspark is missing.
-    from pyspark.sql import SparkSession  # noqa: PLC0415
+    from pyspark.sql import SparkSession
 
-    from leveret.spark import register  # noqa: PLC0415
+    from leveret.spark import register
 
     # Spark's Python workers run this interpreter (with Leveret), not the system's.
     os.environ["PYSPARK_PYTHON"] = sys.executable

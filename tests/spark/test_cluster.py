@@ -33,6 +33,10 @@ def _url(cluster: Cluster, index: int) -> str:
     return process.url
 
 
+def _all_seen(bodies: list[bytes], seen: list[tuple[bytes, bool]]) -> bool:
+    return set(bodies) <= {body for body, _ in seen}
+
+
 def test_a_node_killed_under_the_source_loses_nothing(spark: Any) -> None:
     with running_cluster(3) as cluster:
         home, reader, other = (_url(cluster, index) for index in range(3))
@@ -70,8 +74,7 @@ def test_a_node_killed_under_the_source_loses_nothing(spark: Any) -> None:
                         with pytest.raises(Exception, match=f"for queue '{QUEUE}' ended"):
                             query.awaitTermination(STREAM_SECONDS)
                     else:
-                        wanted = set(bodies)
-                        wait_for(lambda: wanted <= {body for body, _ in seen}, STREAM_SECONDS, 0.2)
+                        wait_for(lambda: _all_seen(bodies, seen), STREAM_SECONDS, 0.2)
                 finally:
                     query.stop()
         assert first_batch and len(first_batch) <= 50

@@ -326,7 +326,7 @@ def test_a_stream_from_a_missing_queue_fails_naming_it(spark: Any, node: NodePro
             query.stop()
 
 
-class socket_closed:  # noqa: N801 - read as a phrase: `with socket_closed() as port`
+class socket_closed:
     """A loopback port nothing listens on (bound, never listening, so no one else takes it)."""
 
     def __enter__(self) -> int:
