@@ -2,8 +2,9 @@
 windows, and write each window's counts as JSON to the queue `event-counts`.
 
 `make spark-example` runs it end to end on this machine: it starts a Leveret node of its own,
-publishes a few hundred events, lets the query run for 30 s, prints the counts it wrote, and
-stops. Point `--uri` at your own broker to run the pipeline alone (it then runs until Ctrl-C).
+publishes a few hundred events, lets the query run until the counts stop coming (at most
+180 s), prints them, and stops. Point `--uri` at your own broker to run the pipeline alone (it
+then runs until Ctrl-C).
 """
 
 from __future__ import annotations
@@ -78,10 +79,26 @@ def publish_events(uri: str, count: int) -> None:
         channel.basic_publish("", "events", b"{}", tick)
 
 
+def wait_for_counts(uri: str, seconds: float) -> None:
+    """Until the counts stop coming (none new for 5 s once some came), or `seconds` passed: a
+    busy machine may take a while over the first micro-batches."""
+    deadline = time.monotonic() + seconds
+    seen, since = 0, time.monotonic()
+    with pika.BlockingConnection(pika.URLParameters(uri)) as connection:
+        channel = connection.channel()
+        while time.monotonic() < deadline:
+            ready = channel.queue_declare("event-counts", passive=True).method.message_count
+            if ready != seen:
+                seen, since = ready, time.monotonic()
+            elif seen and time.monotonic() - since > 5:
+                return
+            connection.sleep(0.5)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uri", help="a broker to use (default: start a node here)")
-    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--seconds", type=float, default=180, help="at most, on a node of its own")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     node = None if args.uri else LeveretProcess().start()
@@ -98,7 +115,10 @@ def main() -> int:
         publish_events(uri, 300)
         with tempfile.TemporaryDirectory() as checkpoint:
             query = pipeline(spark, uri, checkpoint)
-            query.awaitTermination(args.seconds if node else None)
+            if node is None:
+                query.awaitTermination()
+            else:
+                wait_for_counts(uri, args.seconds)
             query.stop()
         with pika.BlockingConnection(pika.URLParameters(uri)) as connection:
             channel = connection.channel()
