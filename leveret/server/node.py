@@ -18,6 +18,7 @@ from ..mgmt import DefinitionsFileError, load_definitions, read_definitions, sta
 from ..persistence import MessageStores
 from ..store import DiskMonitor
 from ..sysexits import EX_CANTCREAT, EX_CONFIG, EX_UNAVAILABLE
+from .collector import settle_after_start
 from .data_dir_lock import DataDirInUse, DataDirLock
 from .drain import DrainReport, drain
 from .memory_monitor import MemoryMonitor, total_memory
@@ -174,6 +175,7 @@ class Node:
             await self.federation.start()
         if config.ports_file:
             _write_atomically(Path(config.ports_file), json.dumps(self.ports))
+        settle_after_start()
         self.started = True
 
     @property
