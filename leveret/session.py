@@ -31,6 +31,7 @@ from .amqp.errors import AMQPError, ReplyCode, resource_locked
 from .amqp.frames import method_frame
 from .auth import MECHANISMS, SaslError, is_loopback, parse_response
 from .channel import Channel
+from .metadata import MetadataUnavailable
 from .metadata_commands import delete_queue as delete_queue_command
 from .names import RUN_ID
 
@@ -41,6 +42,24 @@ if TYPE_CHECKING:
     from .vhost import VirtualHost
 
 log = logging.getLogger(__name__)
+
+# Methods whose 404 may only mean that a name another node just declared has not reached this
+# node's model yet. RabbitMQ's metadata is synchronous (a declare-ok on one node means every node
+# knows the name), so before answering 404 a clustered node catches up with the cluster once and
+# tries again: one read barrier, paid only on a miss.
+_CATCH_UP_ON_MISS = frozenset(
+    {
+        m.QueueDeclare,
+        m.ExchangeDeclare,
+        m.BasicConsume,
+        m.BasicGet,
+        m.QueueBind,
+        m.QueueUnbind,
+        m.ExchangeBind,
+        m.ExchangeUnbind,
+        m.QueuePurge,
+    }
+)
 
 _session_numbers = itertools.count(1)
 
@@ -315,7 +334,23 @@ class Session:
         try:
             channel.handle_method(method)
         except AMQPError as error:
+            if (
+                error.code == ReplyCode.NOT_FOUND
+                and kind in _CATCH_UP_ON_MISS
+                and self.broker.metadata.may_lag
+            ):
+                self.wait_then(
+                    channel, self._caught_up(error), lambda _: channel.handle_method(method)
+                )
+                return
             self._handle_error(number, error)
+
+    async def _caught_up(self, miss: AMQPError) -> None:
+        """This node's model has every change decided before the miss (or the miss stands)."""
+        try:
+            await self.broker.metadata.catch_up()
+        except MetadataUnavailable:
+            raise miss from None
 
     def _handle_error(self, number: int, error: AMQPError) -> None:
         """The one mapper: soft errors close the channel, hard errors the connection."""
