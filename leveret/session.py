@@ -31,6 +31,12 @@ from .amqp.errors import AMQPError, ReplyCode, resource_locked
 from .amqp.frames import method_frame
 from .auth import MECHANISMS, SaslError, is_loopback, parse_response
 from .channel import Channel
+from .limits import (
+    limit_of,
+    user_channels_refused,
+    user_connections_refused,
+    vhost_connections_refused,
+)
 from .metadata_commands import delete_queue as delete_queue_command
 from .names import RUN_ID
 
@@ -300,6 +306,11 @@ class Session:
             return
         kind = type(method)
         if kind is m.ChannelOpen:
+            try:
+                self._check_channel_limit(method.ids)
+            except AMQPError as error:
+                self._connection_error(error, False)
+                return
             self.channels[number] = Channel(self, number)
             self.write(method_frame(number, m.ChannelOpenOk()))
             return
@@ -440,6 +451,7 @@ class Session:
             raise AMQPError(
                 ReplyCode.NOT_ALLOWED, f"vhost {method.virtual_host} not found", method.ids
             )
+        self._check_connection_limits(vhost.name, method.ids)
         if not self.broker.may_access_vhost(self.username, vhost.name):
             raise AMQPError(
                 ReplyCode.NOT_ALLOWED,
@@ -450,6 +462,24 @@ class Session:
         self.phase = "running"
         self.write(method_frame(0, m.ConnectionOpenOk()))
         self.broker.session_opened(self)
+
+    def _check_connection_limits(self, vhost: str, method: tuple[int, int]) -> None:
+        """RabbitMQ's max-connections of the vhost, then of the user (this node's connections)."""
+        registry, sessions = self.broker.registry, self.broker.sessions
+        limit = limit_of(registry.vhost_limits.get(vhost), "max-connections")
+        if limit is not None and sum(1 for s in sessions if s.vhost.name == vhost) >= limit:
+            raise vhost_connections_refused(vhost, self.username, limit, method)
+        limit = limit_of(registry.user_limits.get(self.username), "max-connections")
+        if limit is not None and sum(1 for s in sessions if s.username == self.username) >= limit:
+            raise user_connections_refused(self.username, limit, method)
+
+    def _check_channel_limit(self, method: tuple[int, int]) -> None:
+        limit = limit_of(self.broker.registry.user_limits.get(self.username), "max-channels")
+        if limit is None:
+            return
+        opened = sum(len(s.channels) for s in self.broker.sessions if s.username == self.username)
+        if opened >= limit:
+            raise user_channels_refused(self.username, limit, method)
 
     def close_for_shutdown(self) -> None:
         """The node is stopping: tell the client, as RabbitMQ does, with 320."""
