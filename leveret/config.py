@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .consumer_timeout import DEFAULT_CONSUMER_TIMEOUT_MS
 from .placement import CONFIGURABLE_LOCATORS
 from .store.disk_monitor import parse_disk_free_limit
 
@@ -19,6 +20,8 @@ ENV_PREFIX = "LEVERET_"
 MAX_MESSAGE_SIZE_LIMIT = 512 * 1024 * 1024
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
+# Publishes a connection may leave unconfirmed before it is paused (see session.py).
+DEFAULT_MAX_UNCONFIRMED = 10_000
 
 
 def short_hostname() -> str:
@@ -67,6 +70,10 @@ class Config:
     log_file: str | None = None
     # A definitions file (as exported) imported at every start, as RabbitMQ's load_definitions.
     load_definitions: str | None = None
+    # Milliseconds a delivery may stay unacknowledged before its channel is closed (0: never).
+    consumer_timeout: int = DEFAULT_CONSUMER_TIMEOUT_MS
+    # Publishes a connection may have unconfirmed before it is read no further (0: no cap).
+    max_unconfirmed_per_connection: int = DEFAULT_MAX_UNCONFIRMED
 
     @classmethod
     def load(cls, path: str | None, overrides: dict[str, Any]) -> Config:
@@ -355,6 +362,18 @@ SETTINGS: dict[str, Setting] = {
     ),
     "load_definitions": Setting(
         _path, _PATH, "import this definitions file (JSON, as exported) at every start"
+    ),
+    "consumer_timeout": Setting(
+        _in_range(0, 2**53),
+        "a whole number of milliseconds (0: no timeout)",
+        "close a channel whose delivery stays unacknowledged this long (RabbitMQ's "
+        "consumer_timeout)",
+    ),
+    "max_unconfirmed_per_connection": Setting(
+        _in_range(0, 2**31),
+        "a whole number of messages (0: no cap)",
+        "stop reading a confirm publisher with this many publishes unconfirmed, until half "
+        "are confirmed",
     ),
 }
 

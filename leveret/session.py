@@ -108,6 +108,8 @@ class Session:
         # Set while a channel method waits for the cluster to decide a definition change: the
         # connection's later frames wait too, so that each channel sees its methods in order.
         self._waiting = False
+        # Set while this publisher has too many publishes unconfirmed (the config's cap).
+        self.paused_for_confirms = False
         # How the cluster names this connection as the owner of its exclusive queues.
         self.owner_tag = f"{broker.config.node_name}/{RUN_ID}/{next(_session_numbers)}"
         self.closed = False
@@ -152,6 +154,27 @@ class Session:
         for channel in channels.values():
             if channel.confirming:
                 channel.flush_confirms()
+        cap = self.broker.config.max_unconfirmed_per_connection
+        if cap and not self.paused_for_confirms and self.unconfirmed() > cap:
+            # As RabbitMQ's credit flow: a publisher far ahead of its confirms is read no
+            # further, so that what it sent meanwhile does not pile up in this node's memory.
+            self.paused_for_confirms = True
+            self.transport.set_reading(False)
+
+    def unconfirmed(self) -> int:
+        """Publishes read on this connection in confirm mode and not yet confirmed."""
+        return sum(
+            ch.confirms.published - ch.confirms.settled
+            for ch in self.channels.values()
+            if ch.confirming
+        )
+
+    def confirms_sent(self) -> None:
+        """A channel sent confirms: read again once half of the cap is left unconfirmed."""
+        cap = self.broker.config.max_unconfirmed_per_connection
+        if self.paused_for_confirms and self.unconfirmed() <= cap // 2:
+            self.paused_for_confirms = False
+            self._resume_reading()
 
     def connection_lost(self) -> None:
         """The socket is gone: release channels and exclusive queues."""
@@ -218,7 +241,13 @@ class Session:
 
     def _resume_reading(self) -> None:
         """Read again unless something else still holds this connection back."""
-        if not (self._throttled_by or self.blocked or self._waiting or self.closed):
+        if not (
+            self._throttled_by
+            or self.blocked
+            or self._waiting
+            or self.paused_for_confirms
+            or self.closed
+        ):
             self.transport.set_reading(True)
 
     def set_alarm(self, reason: str | None) -> None:

@@ -39,7 +39,8 @@ def list_vhost_limits(ctx: Context) -> Reply:
 def show_vhost_limits(ctx: Context) -> Reply:
     vhost = ctx.param("vhost")
     require_vhost(ctx.broker, ctx.caller, vhost)
-    return ok(_vhost_entries(ctx, vhost))
+    # Unlike the full listing, RabbitMQ leaves out a vhost whose limits were all cleared.
+    return ok([entry for entry in _vhost_entries(ctx, vhost) if entry["value"]])
 
 
 def _current_vhost_limits(ctx: Context, vhost: str) -> dict[str, Any]:
