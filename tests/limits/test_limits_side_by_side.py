@@ -28,10 +28,15 @@ def _refusal(error: BaseException) -> tuple[int, str]:
 
 def test_vhost_connection_limit_refuses_the_next_connection(broker: Broker) -> None:
     assert broker.http("PUT", "/api/vhost-limits/%2F/max-connections", {"value": 1})[0] == 204
-    with pika.BlockingConnection(pika.URLParameters(broker.url())):
-        with pytest.raises(pika.exceptions.AMQPConnectionError) as refused:
-            pika.BlockingConnection(pika.URLParameters(broker.url()))
-    text = "NOT_ALLOWED - access to vhost '/' refused for user 'guest': connection limit (1) is reached"
+    with (
+        pika.BlockingConnection(pika.URLParameters(broker.url())),
+        pytest.raises(pika.exceptions.AMQPConnectionError) as refused,
+    ):
+        pika.BlockingConnection(pika.URLParameters(broker.url()))
+    text = (
+        "NOT_ALLOWED - access to vhost '/' refused for user 'guest': connection limit (1) is "
+        "reached"
+    )
     assert _refusal(refused.value) == (530, text)
     # Once the first has closed, a connection is accepted again.
     pika.BlockingConnection(pika.URLParameters(broker.url())).close()
@@ -54,7 +59,10 @@ def test_queue_limit_refuses_new_queues_not_redeclares(broker: Broker) -> None:
             channel.queue_declare("limits-q1", passive=True)
             with pytest.raises(pika.exceptions.ChannelClosedByBroker) as refused:
                 channel.queue_declare("limits-q2")
-            text = "PRECONDITION_FAILED - cannot declare queue 'limits-q2': queue limit in vhost '/' (1) is reached"
+            text = (
+                "PRECONDITION_FAILED - cannot declare queue 'limits-q2': queue limit in vhost "
+                "'/' (1) is reached"
+            )
             assert _refusal(refused.value) == (406, text)
             status, body = broker.http("PUT", "/api/queues/%2F/limits-api", {})
             assert (status, body["reason"]) == (
@@ -81,7 +89,10 @@ def test_user_connection_and_channel_limits(broker: Broker) -> None:
     try:
         with pytest.raises(pika.exceptions.AMQPConnectionError) as refused:
             pika.BlockingConnection(pika.URLParameters(broker.url()))
-        text = "NOT_ALLOWED - connection refused for user 'guest': user connection limit (1) is reached"
+        text = (
+            "NOT_ALLOWED - connection refused for user 'guest': user connection limit (1) is "
+            "reached"
+        )
         assert _refusal(refused.value) == (530, text)
         connection.channel()
         connection.channel()
