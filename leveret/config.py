@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .consumer_timeout import DEFAULT_CONSUMER_TIMEOUT_MS
 from .placement import CONFIGURABLE_LOCATORS
 from .store.disk_monitor import parse_disk_free_limit
 
@@ -19,6 +20,8 @@ ENV_PREFIX = "LEVERET_"
 MAX_MESSAGE_SIZE_LIMIT = 512 * 1024 * 1024
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
+# Publishes a connection may leave unconfirmed before it is paused (see session.py).
+DEFAULT_MAX_UNCONFIRMED = 10_000
 
 
 def short_hostname() -> str:
@@ -52,6 +55,10 @@ class Config:
     cluster_name: str = "leveret"
     default_user: str = "guest"
     default_pass: str = "guest"
+    # Files holding the default user's name and password (mounted secrets); they win over the
+    # plain keys, and are read once, at start.
+    default_user_file: str | None = None
+    default_pass_file: str | None = None
     default_vhost: str = "/"
     # Users who may log in only from the node's own host (RabbitMQ's loopback_users).
     loopback_users: list[str] = field(default_factory=lambda: ["guest"])
@@ -67,6 +74,10 @@ class Config:
     log_file: str | None = None
     # A definitions file (as exported) imported at every start, as RabbitMQ's load_definitions.
     load_definitions: str | None = None
+    # Milliseconds a delivery may stay unacknowledged before its channel is closed (0: never).
+    consumer_timeout: int = DEFAULT_CONSUMER_TIMEOUT_MS
+    # Publishes a connection may have unconfirmed before it is read no further (0: no cap).
+    max_unconfirmed_per_connection: int = DEFAULT_MAX_UNCONFIRMED
 
     @classmethod
     def load(cls, path: str | None, overrides: dict[str, Any]) -> Config:
@@ -94,9 +105,16 @@ class Config:
             try:
                 values[name] = setting.parse(value)
             except (ValueError, TypeError):
+                shown = "(hidden)" if name in SECRET_KEYS else repr(value)
                 raise ConfigError(
-                    f"invalid {name} = {value!r} (from {source}): expected {setting.accepted}"
+                    f"invalid {name} = {shown} (from {source}): expected {setting.accepted}"
                 ) from None
+        for key, target in (
+            ("default_user_file", "default_user"),
+            ("default_pass_file", "default_pass"),
+        ):
+            if values.get(key):
+                values[target] = _read_secret_file(key, values[key])
         return cls(**values)
 
     @property
@@ -114,6 +132,23 @@ class Config:
 
 class ConfigError(Exception):
     """A configuration that cannot be used; the text is one line for the operator."""
+
+
+# Keys whose values are never shown, in errors or anywhere else.
+SECRET_KEYS = frozenset({"default_pass"})
+
+
+def _read_secret_file(key: str, path: str) -> str:
+    """The secret a file holds, without its line end (as Kubernetes and Docker mount them)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            secret = handle.read().rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or "not UTF-8 text"
+        raise ConfigError(f"cannot read {key} {path}: {reason}") from None
+    if not secret:
+        raise ConfigError(f"{key} {path} is empty")
+    return secret
 
 
 def _read_toml(path: str) -> dict[str, Any]:
@@ -314,6 +349,12 @@ SETTINGS: dict[str, Setting] = {
     "cluster_name": Setting(_text, "a name", "the cluster's name"),
     "default_user": Setting(_text, "a user name", "the user made on first start"),
     "default_pass": Setting(_text, "a password", "that user's password"),
+    "default_user_file": Setting(
+        _path, _PATH, "a file holding default_user (wins over it)", default_text="none"
+    ),
+    "default_pass_file": Setting(
+        _path, _PATH, "a file holding default_pass (wins over it)", default_text="none"
+    ),
     "loopback_users": Setting(
         _names,
         "user names (comma-separated in the environment; empty: none)",
@@ -355,6 +396,18 @@ SETTINGS: dict[str, Setting] = {
     ),
     "load_definitions": Setting(
         _path, _PATH, "import this definitions file (JSON, as exported) at every start"
+    ),
+    "consumer_timeout": Setting(
+        _in_range(0, 2**53),
+        "a whole number of milliseconds (0: no timeout)",
+        "close a channel whose delivery stays unacknowledged this long (RabbitMQ's "
+        "consumer_timeout)",
+    ),
+    "max_unconfirmed_per_connection": Setting(
+        _in_range(0, 2**31),
+        "a whole number of messages (0: no cap)",
+        "stop reading a confirm publisher with this many publishes unconfirmed, until half "
+        "are confirmed",
     ),
 }
 
