@@ -35,6 +35,9 @@ COMPRESS_MIN_BYTES = 1024
 _LINGER_SECONDS = 5.0
 # Request heads up to this long; bearer tokens and long query strings need more than 8 KiB.
 _MAX_HEAD_LINE = 64 * 1024
+# A whole large answer (a listing of thousands of queues) goes to the socket's buffer in one go
+# instead of waking the handler every 64 KiB the client takes.
+WRITE_BUFFER_HIGH = 4 << 20
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _COMMON_HEADERS = (
     ("server", "Leveret"),
@@ -67,6 +70,11 @@ class _Connection(web.RequestHandler):
     def __init__(self, manager: web.Server, **options: Any) -> None:
         super().__init__(manager, **options)
         self._head_clock: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        if isinstance(transport, asyncio.WriteTransport):
+            transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
 
     def data_received(self, data: bytes) -> None:
         heads_before = self._request_count
