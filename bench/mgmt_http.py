@@ -4,7 +4,9 @@ queues), one keep-alive client, for one or more checkouts of Leveret on the same
     python -m bench.mgmt_http [--source DIR ...] [--seconds 10] [--queues 1000]
 
 Each --source is a directory holding a `leveret` package (default: this checkout); its node runs
-with that code on PYTHONPATH, so two versions are measured in one run.
+with that code on PYTHONPATH, so two versions are measured in one run. The nodes run at once and
+take turns of one second each, so that a neighbour's load on a shared machine falls on all of
+them alike; the node's CPU time per request is reported beside the rate.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pika
 
 AUTH = {"Authorization": "Basic " + base64.b64encode(b"guest:guest").decode()}
 PATHS = ("/api/overview", "/api/queues")
+TURN_SECONDS = 1.0
 
 
 def start_node(source: Path, directory: Path) -> tuple[subprocess.Popen[bytes], dict[str, int]]:
@@ -53,29 +57,36 @@ def declare_queues(amqp_port: int, count: int) -> None:
     connection.close()
 
 
-def requests_per_second(port: int, path: str, seconds: float) -> float:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    done = 0
+@dataclass
+class Tally:
+    requests: int = 0
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+
+    def line(self) -> str:
+        rate = self.requests / self.seconds
+        cpu = self.cpu_seconds / self.requests * 1000
+        return f"{rate:.1f} req/s ({cpu:.2f} ms CPU/req)"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def turn(connection: http.client.HTTPConnection, path: str, pid: int, tally: Tally) -> None:
+    """Requests for one turn (TURN_SECONDS), added to `tally`."""
+    cpu = cpu_seconds(pid)
     started = time.monotonic()
-    while time.monotonic() - started < seconds:
+    while time.monotonic() - started < TURN_SECONDS:
         connection.request("GET", path, headers=AUTH)
         response = connection.getresponse()
         response.read()
         assert response.status == 200, response.status
-        done += 1
-    return done / (time.monotonic() - started)
-
-
-def measure(source: Path, seconds: float, queues: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory(prefix="leveret-bench-mgmt-") as scratch:
-        node, ports = start_node(source, Path(scratch))
-        try:
-            declare_queues(ports["amqp"], queues)
-            requests_per_second(ports["mgmt"], "/api/queues", 1.0)  # warm up
-            return {path: requests_per_second(ports["mgmt"], path, seconds) for path in PATHS}
-        finally:
-            node.terminate()
-            node.wait(30)
+        tally.requests += 1
+    tally.seconds += time.monotonic() - started
+    tally.cpu_seconds += cpu_seconds(pid) - cpu
 
 
 def main() -> None:
@@ -85,10 +96,30 @@ def main() -> None:
     parser.add_argument("--queues", type=int, default=1000)
     args = parser.parse_args()
     sources = args.source or [Path(__file__).resolve().parent.parent]
-    for source in sources:
-        figures = measure(source, args.seconds, args.queues)
-        line = ", ".join(f"GET {path} {rate:.1f} req/s" for path, rate in figures.items())
-        print(f"{source}: {line}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="leveret-bench-mgmt-") as scratch:
+        nodes: list[tuple[Path, subprocess.Popen[bytes], http.client.HTTPConnection]] = []
+        try:
+            for index, source in enumerate(sources):
+                directory = Path(scratch) / str(index)
+                directory.mkdir()
+                node, ports = start_node(source, directory)
+                connection = http.client.HTTPConnection("127.0.0.1", ports["mgmt"], timeout=30)
+                nodes.append((source, node, connection))
+                declare_queues(ports["amqp"], args.queues)
+            tallies = {(index, path): Tally() for index in range(len(nodes)) for path in PATHS}
+            for _, node, connection in nodes:
+                turn(connection, "/api/queues", node.pid, Tally())  # warm up
+            for _ in range(max(1, round(args.seconds / TURN_SECONDS))):
+                for path in PATHS:
+                    for index, (_, node, connection) in enumerate(nodes):
+                        turn(connection, path, node.pid, tallies[(index, path)])
+            for index, (source, _, _) in enumerate(nodes):
+                line = ", ".join(f"GET {path} {tallies[(index, path)].line()}" for path in PATHS)
+                print(f"{source}: {line}", flush=True)
+        finally:
+            for _, node, _ in nodes:
+                node.terminate()
+                node.wait(30)
 
 
 if __name__ == "__main__":

@@ -168,9 +168,10 @@ class ManagementServer(asyncio.AbstractServer):
         self._server.close()
 
     async def wait_closed(self) -> None:
-        await self._server.wait_closed()
-        # Replies still awaited have a moment to go out; nobody is left to hear them after.
+        # Replies still awaited (and streams) have a moment to go out; nobody is left to hear
+        # them after. Then the socket is done with.
         await self._listener.server.shutdown(_SHUTDOWN_GRACE_SECONDS)
+        await self._server.wait_closed()
 
     def get_loop(self) -> asyncio.AbstractEventLoop:
         return self._server.get_loop()
