@@ -8,6 +8,7 @@ import base64
 import http.client
 from collections.abc import Iterator
 
+import aiohttp
 import pytest
 from aiohttp import web
 from multidict import CIMultiDict
@@ -33,12 +34,25 @@ def ticks(ctx: Context) -> Reply:
     return Reply(stream=three_ticks)
 
 
+async def echo(request: web.BaseRequest, headers: CIMultiDict[str]) -> web.StreamResponse:
+    socket = web.WebSocketResponse()
+    socket.headers.extend(headers)
+    await socket.prepare(request)
+    async for message in socket:
+        await socket.send_str(message.data.upper())
+    return socket
+
+
+def shout(ctx: Context) -> Reply:
+    return Reply(stream=echo)
+
+
 @pytest.fixture
 def mgmt_port() -> Iterator[int]:
     node = InProcessNode()
-    route = Route("api/ticks", {"GET": ticks})
+    routes = [Route("api/ticks", {"GET": ticks}), Route("api/shout", {"GET": shout})]
     server = asyncio.run_coroutine_threadsafe(
-        start_management(node.broker, "127.0.0.1", 0, extra_routes=[route]), node.loop
+        start_management(node.broker, "127.0.0.1", 0, extra_routes=routes), node.loop
     ).result(10)
 
     async def close() -> None:
@@ -66,3 +80,18 @@ def test_server_sent_events_through_a_route(mgmt_port: int) -> None:
     refused = connection.getresponse()
     refused.read()
     assert refused.status == 401
+
+
+def test_a_websocket_through_a_route(mgmt_port: int) -> None:
+    async def talk() -> list[str]:
+        async with (
+            aiohttp.ClientSession(headers=AUTH) as session,
+            session.ws_connect(f"http://127.0.0.1:{mgmt_port}/api/shout") as socket,
+        ):
+            heard = []
+            for word in ("hello", "leveret"):
+                await socket.send_str(word)
+                heard.append(await asyncio.wait_for(socket.receive_str(), 10))
+            return heard
+
+    assert asyncio.run(talk()) == ["HELLO", "LEVERET"]

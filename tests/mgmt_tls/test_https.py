@@ -276,3 +276,32 @@ def test_https_without_a_certificate_stops_the_node_with_78(tmp_path: Path) -> N
         assert "management.ssl.certfile is required" in str(failed.value)
     finally:
         node.cleanup()
+
+
+def test_client_certificates_when_the_node_asks_for_them(tmp_path: Path) -> None:
+    ca = Authority(tmp_path / "ca")
+    server = ca.server()
+    client = ca.issue("client", "monitoring", client=True)
+    config = tmp_path / "leveret.toml"
+    config.write_text(
+        f"""
+[management.ssl]
+port = 0
+certfile = "{server.certfile}"
+keyfile = "{server.keyfile}"
+cacertfile = "{ca.certfile}"
+verify = "verify_peer"
+fail_if_no_peer_cert = true
+"""
+    )
+    with LeveretProcess(extra_args=["--config", str(config)]) as node:
+        port = node.ports["mgmt_https"]
+        anonymous = ssl.create_default_context(cafile=ca.certfile)
+        connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=anonymous)
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            ask(connection, "GET", "/api/whoami", headers=AUTH)
+        known = ssl.create_default_context(cafile=ca.certfile)
+        known.load_cert_chain(client.certfile, client.keyfile)
+        connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=known)
+        status, _, _ = ask(connection, "GET", "/api/whoami", headers=AUTH)
+        assert status == 200
