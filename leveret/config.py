@@ -448,7 +448,10 @@ SETTINGS: dict[str, Setting] = {
         _header_value, _HEADER, "X-Frame-Options of every management answer"
     ),
     "management_headers_xss_protection": Setting(
-        _header_value, _HEADER, "X-XSS-Protection of every management answer"
+        _header_value,
+        _HEADER,
+        "X-XSS-Protection of every management answer",
+        default_text="none",
     ),
     "management_csp_policy": Setting(
         _header_value, _HEADER, "Content-Security-Policy of every management answer"
