@@ -14,6 +14,7 @@ from typing import Any
 from .consumer_timeout import DEFAULT_CONSUMER_TIMEOUT_MS
 from .placement import CONFIGURABLE_LOCATORS
 from .store.disk_monitor import parse_disk_free_limit
+from .tls import TLSConfigError, TLSSettings, parse_settings
 
 ENV_PREFIX = "LEVERET_"
 # RabbitMQ's largest max_message_size (512 MiB); its default is 128 MiB.
@@ -78,6 +79,21 @@ class Config:
     consumer_timeout: int = DEFAULT_CONSUMER_TIMEOUT_MS
     # Publishes a connection may have unconfirmed before it is read no further (0: no cap).
     max_unconfirmed_per_connection: int = DEFAULT_MAX_UNCONFIRMED
+    # HTTPS for the management API, and /metrics on ports of its own (RabbitMQ's
+    # management.ssl.*, prometheus.tcp.port and prometheus.ssl.*).
+    management_ssl: HttpsListener | None = None
+    prometheus_tcp_port: int | None = None
+    prometheus_ssl: HttpsListener | None = None
+    # RabbitMQ's management.http.max_body_size, and the headers of every management answer
+    # (management.headers.*, management.csp.policy, management.hsts.policy); "" sends none.
+    management_http_max_body_size: int = 10_000_000
+    management_headers_content_type_options: str = "nosniff"
+    management_headers_frame_options: str = "DENY"
+    management_headers_xss_protection: str = ""
+    management_csp_policy: str = (
+        "script-src 'self' 'unsafe-eval' 'unsafe-inline'; object-src 'self'; frame-ancestors 'none'"
+    )
+    management_hsts_policy: str = "max-age=31536000; includeSubDomains"
 
     @classmethod
     def load(cls, path: str | None, overrides: dict[str, Any]) -> Config:
@@ -87,8 +103,8 @@ class Config:
         """
         given: list[tuple[str, Any, str]] = []
         if path:
-            for key, value in _read_toml(path).items():
-                given.append((key.replace("-", "_"), value, f"file {path}"))
+            for key, value in _flatten(_read_toml(path)):
+                given.append((key, value, f"file {path}"))
         for name in SETTINGS:
             env = os.environ.get(ENV_PREFIX + name.upper())
             if env is not None:
@@ -104,6 +120,8 @@ class Config:
                 raise ConfigError(f"unknown configuration key {name!r} (from {source})")
             try:
                 values[name] = setting.parse(value)
+            except TLSConfigError as error:
+                raise ConfigError(f"invalid {name} (from {source}): {error}") from None
             except (ValueError, TypeError):
                 shown = "(hidden)" if name in SECRET_KEYS else repr(value)
                 raise ConfigError(
@@ -149,6 +167,29 @@ def _read_secret_file(key: str, path: str) -> str:
     if not secret:
         raise ConfigError(f"{key} {path} is empty")
     return secret
+
+
+@dataclass(frozen=True, slots=True)
+class HttpsListener:
+    """An HTTPS port and its TLS settings; `only`: the plain port then refuses credentials."""
+
+    port: int
+    tls: TLSSettings
+    only: bool = False
+
+
+def _flatten(table: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """TOML tables as flat keys, as RabbitMQ's dotted ones: `[management.headers]
+    frame_options` is `management_headers_frame_options`; a table that is a setting itself
+    (`[management.ssl]`) stays whole."""
+    found: list[tuple[str, Any]] = []
+    for key, value in table.items():
+        name = prefix + key.replace("-", "_")
+        if isinstance(value, dict) and name not in SETTINGS:
+            found.extend(_flatten(value, name + "_"))
+        else:
+            found.append((name, value))
+    return found
 
 
 def _read_toml(path: str) -> dict[str, Any]:
@@ -283,6 +324,31 @@ def _seeds(value: Any) -> list[str]:
     return seeds
 
 
+def _header_value(value: Any) -> str:
+    if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
+        raise ValueError(value)
+    return value.strip()
+
+
+def _https_listener(origin: str, *, with_only: bool) -> Callable[[Any], HttpsListener]:
+    def parse(value: Any) -> HttpsListener:
+        # The environment gives the table as TOML's inline table: {port = 15671, certfile = "..."}
+        table = tomllib.loads(f"table = {value}")["table"] if isinstance(value, str) else value
+        if not isinstance(table, dict) or "port" not in table:
+            raise ValueError(value)
+        options = {key.replace("-", "_"): item for key, item in table.items()}
+        port = _in_range(0, 65535)(options.pop("port"))
+        only = options.pop("only", False) if with_only else False
+        if not isinstance(only, bool):
+            raise ValueError(value)
+        settings = parse_settings(options, origin)
+        if not settings.certfile:
+            raise TLSConfigError(f"{origin}.certfile is required to accept TLS")
+        return HttpsListener(port, settings, only)
+
+    return parse
+
+
 def _names(value: Any) -> list[str]:
     items = value.split(",") if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
@@ -293,6 +359,8 @@ def _names(value: Any) -> list[str]:
 _PORT = "an integer from 0 to 65535 (0 picks a free port)"
 _SIZE = "a number of bytes, optionally with RabbitMQ's units (kB, MB, GB, KiB, MiB, GiB, ...)"
 _PATH = "a file path"
+_HTTPS = "a table with port (0 to 65535) and certfile, and RabbitMQ's other ssl keys"
+_HEADER = "a header value on one line, or an empty string for none"
 
 SETTINGS: dict[str, Setting] = {
     "node_name": Setting(
@@ -408,6 +476,41 @@ SETTINGS: dict[str, Setting] = {
         "a whole number of messages (0: no cap)",
         "stop reading a confirm publisher with this many publishes unconfirmed, until half "
         "are confirmed",
+    ),
+    "management_ssl": Setting(
+        _https_listener("management.ssl", with_only=True),
+        _HTTPS,
+        "HTTPS for the management API: port, certfile, keyfile, cacertfile, verify, ...; "
+        "only = true: the plain port refuses credentials",
+    ),
+    "prometheus_tcp_port": Setting(
+        _in_range(0, 65535), _PORT, "serve /metrics on this port too (HTTP)"
+    ),
+    "prometheus_ssl": Setting(
+        _https_listener("prometheus.ssl", with_only=False),
+        _HTTPS,
+        "serve /metrics on this port too (HTTPS): port, certfile, keyfile, ...",
+    ),
+    "management_http_max_body_size": Setting(
+        _in_range(1, 2**31), "a number of bytes", "the largest management request body"
+    ),
+    "management_headers_content_type_options": Setting(
+        _header_value, _HEADER, "X-Content-Type-Options of every management answer"
+    ),
+    "management_headers_frame_options": Setting(
+        _header_value, _HEADER, "X-Frame-Options of every management answer"
+    ),
+    "management_headers_xss_protection": Setting(
+        _header_value,
+        _HEADER,
+        "X-XSS-Protection of every management answer",
+        default_text="none",
+    ),
+    "management_csp_policy": Setting(
+        _header_value, _HEADER, "Content-Security-Policy of every management answer"
+    ),
+    "management_hsts_policy": Setting(
+        _header_value, _HEADER, "Strict-Transport-Security of every HTTPS management answer"
     ),
 }
 

@@ -682,6 +682,17 @@ def _fill_ctl_parser(ctl: argparse.ArgumentParser) -> None:
         default=os.environ.get("LEVERET_CTL_URL", DEFAULT_URL),
         help=f"the node's management URL (default {DEFAULT_URL}, or $LEVERET_CTL_URL)",
     )
+    ctl.add_argument(
+        "--cacert",
+        metavar="FILE",
+        help="for an https:// URL: trust the server certificates this PEM CA file signed "
+        "(default: the system's CAs)",
+    )
+    ctl.add_argument(
+        "--insecure",
+        action="store_true",
+        help="for an https:// URL: do not check the server's certificate (tests only)",
+    )
     commands: argparse._SubParsersAction[argparse.ArgumentParser] = ctl.add_subparsers(
         dest="ctl_command", required=True, metavar="COMMAND", parser_class=_Parser
     )
@@ -777,7 +788,7 @@ def run_ctl(args: argparse.Namespace) -> int:
     if getattr(args, "timeout", None) is None:
         args.timeout = COMMAND_TIMEOUTS.get(args.ctl_command, DEFAULT_TIMEOUT)
     try:
-        client = Client(args.url, timeout=args.timeout)
+        client = Client(args.url, timeout=args.timeout, cacert=args.cacert, insecure=args.insecure)
         return COMMANDS[args.ctl_command](client, args)
     except BrokenPipeError:
         # The reader of our output went away (`| head`): nothing more to say.

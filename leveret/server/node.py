@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from ..broker import Broker
-from ..config import Config
+from ..config import Config, HttpsListener
 from ..consumer_timeout import ConsumerTimeoutSweep
 from ..mgmt import DefinitionsFileError, load_definitions, read_definitions, start_management
 from ..persistence import MessageStores
 from ..store import DiskMonitor
 from ..sysexits import EX_CANTCREAT, EX_CONFIG, EX_UNAVAILABLE
+from ..tls import CertificateReloader, TLSConfigError, server_context
 from .collector import settle_after_start
 from .data_dir_lock import DataDirInUse, DataDirLock
 from .drain import DrainReport, drain
@@ -111,6 +112,9 @@ class Node:
         self.federation: Federation | None = None
         self.started = False  # every listener is up and the node is in its cluster
         self._amqp_server: asyncio.Server | None = None
+        # Reloads the listeners' certificates on SIGHUP or when their files change.
+        self.certificates = CertificateReloader()
+        self._certificates_started = False
 
     async def start(self) -> None:
         """Join or form the cluster, whose replicated store gives this node its definitions
@@ -140,14 +144,7 @@ class Node:
         )
         self.ports["amqp"] = amqp.sockets[0].getsockname()[1]
         self._amqp_server = amqp
-        mgmt = await self._listen(
-            "the management API",
-            config.mgmt_port,
-            start_management(
-                self.broker, config.bind, config.mgmt_port, listeners=self.ports, node=self
-            ),
-        )
-        self.ports["mgmt"] = mgmt.sockets[0].getsockname()[1]
+        await self._start_http()
         if config.load_definitions:
             try:
                 document = read_definitions(config.load_definitions)
@@ -199,6 +196,64 @@ class Node:
 
         return await drain(self.broker, amqp.close if amqp else lambda: None, hand_over, timeout)
 
+    async def _start_http(self) -> None:
+        """The management API over HTTP, and HTTPS when configured; /metrics also on ports of
+        its own when configured. HTTPS first: with `only`, the plain port names it."""
+        config = self.config
+        management, prometheus = config.management_ssl, config.prometheus_ssl
+        await self._start_http_listener("mgmt_https", management, metrics_only=False)
+        only = management is not None and management.only
+        await self._start_http_listener(
+            "mgmt", None, metrics_only=False, https_port=self.ports["mgmt_https"] if only else None
+        )
+        await self._start_http_listener("prometheus_https", prometheus, metrics_only=True)
+        if config.prometheus_tcp_port is not None:
+            await self._start_http_listener("prometheus", None, metrics_only=True)
+        if self._certificates_started:
+            self.certificates.start()
+
+    async def _start_http_listener(
+        self,
+        name: str,
+        https: HttpsListener | None,
+        *,
+        metrics_only: bool,
+        https_port: int | None = None,
+    ) -> None:
+        config = self.config
+        port: int | None
+        if name.endswith("_https"):
+            if https is None:
+                return
+            port = https.port
+            try:
+                tls = server_context(https.tls)
+            except TLSConfigError as error:
+                raise StartupError(EX_CONFIG, str(error)) from None
+            self.certificates.register_context(name, tls, https.tls)
+            self._certificates_started = True
+        else:
+            port = config.prometheus_tcp_port if metrics_only else config.mgmt_port
+            tls = None
+        assert port is not None
+        what = "Prometheus metrics" if metrics_only else "the management API"
+        server = await self._listen(
+            what + (" (HTTPS)" if tls else ""),
+            port,
+            start_management(
+                self.broker,
+                config.bind,
+                port,
+                listeners=self.ports,
+                node=self,
+                tls=tls,
+                name=name,
+                metrics_only=metrics_only,
+                https_port=https_port,
+            ),
+        )
+        self.ports[name] = server.sockets[0].getsockname()[1]
+
     async def _listen(self, what: str, port: int, starting: Awaitable[Any]) -> asyncio.Server:
         try:
             server = cast(asyncio.Server, await starting)
@@ -220,6 +275,7 @@ class Node:
             self._monitor.stop()
         if self._ack_timeout is not None:
             self._ack_timeout.stop()
+        self.certificates.stop()
         for task in (self._disk_task, self._definitions_task):
             if task is not None:
                 task.cancel()
