@@ -19,6 +19,7 @@ from . import (
     api_users,
     api_vhosts,
     probes,
+    ui_assets,
 )
 from .context import Route
 
@@ -36,6 +37,7 @@ API_ROUTES: tuple[Route, ...] = (
     *api_health.ROUTES,
     *api_federation.ROUTES,
     *probes.ROUTES,
+    *ui_assets.ROUTES,  # the web UI's page and modules
 )
 
 

@@ -90,12 +90,6 @@ class ManagementApp:
         if segments in (["metrics"], ["metrics", "per-object"]) and method == "GET":
             text = metrics_text(self.broker, self.state, per_object=len(segments) == 2)
             return Reply(200, raw=text.encode("utf-8"), content_type=METRICS_CONTENT_TYPE)
-        if not segments:
-            return Reply(
-                200,
-                raw=b"Leveret management: see /api/overview and /metrics\n",
-                content_type="text/plain",
-            )
         found = self.router.match(segments)
         if found is None:
             raise object_not_found()
