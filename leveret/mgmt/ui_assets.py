@@ -43,7 +43,9 @@ def _serve(ctx: Context, asset: Asset) -> Reply:
     # The files change only with the package: an unchanged one costs the browser a 304.
     if ctx.request.header("if-none-match") == asset.etag:
         return Reply(304, headers=[("etag", asset.etag)])
-    return Reply(200, raw=asset.body, content_type=asset.content_type, headers=[("etag", asset.etag)])
+    return Reply(
+        200, raw=asset.body, content_type=asset.content_type, headers=[("etag", asset.etag)]
+    )
 
 
 def root(ctx: Context) -> Reply:
