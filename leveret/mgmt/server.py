@@ -52,7 +52,7 @@ class ManagementApp:
         try:
             answer = self._dispatch(request, peer_host)
         except (ApiError, MetadataUnavailable) as error:
-            return _refusal(error)
+            return _refusal(error, request)
         except Exception:
             log.exception("management request %s %s failed", request.method, request.path)
             return _internal_error()
@@ -76,7 +76,7 @@ class ManagementApp:
         try:
             return await pending
         except (ApiError, MetadataUnavailable) as error:
-            return _refusal(error)
+            return _refusal(error, request)
         except Exception:
             log.exception("management request %s %s failed", request.method, request.path)
             return _internal_error()
@@ -118,11 +118,16 @@ def _internal_error() -> Reply:
     return Reply(500, {"error": "internal_error", "reason": "see the node's log"})
 
 
-def _refusal(error: ApiError | MetadataUnavailable) -> Reply:
+def _refusal(error: ApiError | MetadataUnavailable, request: Request) -> Reply:
     if isinstance(error, MetadataUnavailable):
         # The cluster could not decide the change (no majority): a client may retry later.
         return Reply(503, {"error": "unavailable", "reason": str(error)})
-    return Reply(error.status, error.body(), list(error.headers))
+    headers = list(error.headers)
+    if request.header("x-requested-with").lower() == "xmlhttprequest":
+        # A script's request (the web UI's) shows its own login form: a basic-auth challenge
+        # would make the browser open its password dialog over the page instead.
+        headers = [(name, value) for name, value in headers if name != "www-authenticate"]
+    return Reply(error.status, error.body(), headers)
 
 
 def _encode(reply: Reply, keep_alive: bool, head_only: bool) -> bytes:

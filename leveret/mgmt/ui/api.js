@@ -26,7 +26,12 @@ export function hasCredentials() {
 export const seg = (text) => encodeURIComponent(text);
 
 export async function request(method, path, body) {
-  const headers = { authorization: `Basic ${sessionStorage.getItem(AUTH_KEY) || ''}` };
+  // x-requested-with: the node then refuses bad credentials without a basic-auth challenge,
+  // which would open the browser's own password dialog.
+  const headers = {
+    authorization: `Basic ${sessionStorage.getItem(AUTH_KEY) || ''}`,
+    'x-requested-with': 'XMLHttpRequest',
+  };
   const init = { method, headers };
   if (body !== undefined) {
     headers['content-type'] = 'application/json';
