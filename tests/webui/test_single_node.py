@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import os
 import threading
 import time
 import urllib.error
@@ -210,3 +211,29 @@ def test_close_a_connection_from_the_page(page: Any, node: LeveretProcess) -> No
     finally:
         with contextlib.suppress(pika.exceptions.AMQPError):  # closed by the page, as intended
             connection.close()
+
+
+def queue_count() -> int:
+    """Queues for the paging test: 10,000 under LEVERET_SLOW=1, as the UI is meant for."""
+    return 10_000 if os.environ.get("LEVERET_SLOW") == "1" else 250
+
+
+def test_the_queues_page_pages_sorts_and_filters_on_the_server(
+    page: Any, node: LeveretProcess, channel: Any
+) -> None:
+    count = queue_count()
+    for index in range(count):
+        channel.queue_declare(f"many-{index:05d}")
+    go(page, "#/queues")
+    page.fill("input[aria-label=filter]", "many-")
+    wait_for(lambda: f"{count:,} of" in page.inner_text("#queue-count"), timeout=20, interval=0.2)
+    assert page.locator("#queues tbody tr").count() == 100  # one page
+    assert page.locator("#queues tbody tr").first.get_attribute("data-queue") == "many-00000"
+    page.click("#queues th:has-text('Name')")  # sorted by name already: now reversed
+    last = f"many-{count - 1:05d}"
+    page.wait_for_selector(f"#queues tbody tr:first-child[data-queue='{last}']")
+    page.click("button[aria-label='next page']")
+    wait_for(lambda: "page 2 of" in page.inner_text(".toolbar"), timeout=10, interval=0.2)
+    page.fill("input[aria-label=filter]", "many-0012[0-4]$")
+    page.check(".toolbar input[type=checkbox]")
+    wait_for(lambda: page.locator("#queues tbody tr").count() == 5, timeout=10, interval=0.2)

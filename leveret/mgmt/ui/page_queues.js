@@ -61,9 +61,9 @@ export function render(view, _params, session) {
     replace(problem);
     replace(summary, `${fmtNumber(answer.filtered_count)} of ${fmtNumber(answer.total_count)} queues`);
     replace(pager,
-      h('button', { class: 'plain', disabled: answer.page <= 1, onclick: () => go(answer.page - 1) }, '‹'),
+      h('button', { class: 'plain', 'aria-label': 'previous page', disabled: answer.page <= 1, onclick: () => go(answer.page - 1) }, '‹'),
       ` page ${answer.page} of ${Math.max(1, answer.page_count)} `,
-      h('button', { class: 'plain', disabled: answer.page >= answer.page_count, onclick: () => go(answer.page + 1) }, '›'));
+      h('button', { class: 'plain', 'aria-label': 'next page', disabled: answer.page >= answer.page_count, onclick: () => go(answer.page + 1) }, '›'));
     replace(body, answer.items.map((q) => h('tr', { 'data-queue': q.name }, COLUMNS.map((c) => {
       const value = c.value ? c.value(q) : dig(q, c.field);
       return h('td', { class: c.num ? 'num' : '' }, c.rate ? fmtRate(value) : value instanceof Node ? value : fmtNumber(value));
