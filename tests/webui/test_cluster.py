@@ -4,6 +4,8 @@ red, and the screenshots of each main page in docs/ui/ (shown in the README)."""
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,6 +46,17 @@ def amqp_url(cluster: Cluster, index: int) -> str:
     return process.url
 
 
+def produce(url: str, stop: threading.Event) -> None:
+    """Traffic for the charts: about 20 messages a second, for at most two minutes."""
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    channel = connection.channel()
+    deadline = time.monotonic() + 120
+    while not stop.is_set() and time.monotonic() < deadline:
+        channel.basic_publish("", "invoices", b"invoice")
+        connection.process_data_events(0.05)
+    connection.close()
+
+
 def shoot(page: Any, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
@@ -65,7 +78,10 @@ def test_pages_of_a_cluster_and_a_killed_node_turning_red(
     remote_consumer = pika.BlockingConnection(pika.URLParameters(amqp_url(cluster, 2)))
     remote_consumer.channel().basic_consume("orders", lambda *_: None)
     local_client = pika.BlockingConnection(pika.URLParameters(amqp_url(cluster, 0)))
-    local_client.channel().basic_consume("invoices", lambda *_: None)
+    local_client.channel().basic_consume("invoices", lambda *_: None, auto_ack=True)
+    stop = threading.Event()
+    producer = threading.Thread(target=produce, args=(amqp_url(cluster, 0), stop), daemon=True)
+    producer.start()
     first.http(
         "PUT",
         "/api/parameters/federation-upstream/%2F/origin",
@@ -95,7 +111,7 @@ def test_pages_of_a_cluster_and_a_killed_node_turning_red(
         go(page, "#/federation")
         page.wait_for_selector("#links >> text=running")
         for route, name, ready in [
-            ("#/overview", "overview", "[data-chart=rates] svg"),
+            ("#/overview", "overview", "[data-chart=rates] path[data-label=Published]"),
             ("#/queues", "queues", "tr[data-queue=orders]"),
             ("#/queue/%2F/orders", "queue", "#queue-total"),
             ("#/exchanges", "exchanges", "text=amq.topic"),
@@ -107,7 +123,7 @@ def test_pages_of_a_cluster_and_a_killed_node_turning_red(
             ("#/nodes", "nodes", f"[data-node='{second.name}'][data-state=up]"),
         ]:
             go(page, route)
-            page.wait_for_selector(ready)
+            page.wait_for_selector(ready, timeout=30_000)
             shoot(page, name)
         assert page.locator(".node[data-state=up]").count() == 3
         leader_card = page.inner_text(f".node[data-node='{first.name}']")
@@ -120,6 +136,8 @@ def test_pages_of_a_cluster_and_a_killed_node_turning_red(
         go(page, "#/map")
         page.wait_for_selector(f"#cluster-map [data-node='{lost.name}'][data-state=down]")
     finally:
+        stop.set()
+        producer.join(10)
         page.close()
         local_client.close()
         with contextlib.suppress(pika.exceptions.AMQPError):  # its node was killed
