@@ -237,3 +237,41 @@ def test_the_queues_page_pages_sorts_and_filters_on_the_server(
     page.fill("input[aria-label=filter]", "many-0012[0-4]$")
     page.check(".toolbar input[type=checkbox]")
     wait_for(lambda: page.locator("#queues tbody tr").count() == 5, timeout=10, interval=0.2)
+
+
+def test_publish_to_an_exchange_reaches_the_bound_queue(
+    page: Any, node: LeveretProcess, channel: Any
+) -> None:
+    channel.queue_declare("routed-here")
+    channel.queue_bind("routed-here", "amq.direct", "invoices")
+    go(page, "#/exchanges/%2F/amq.direct")
+    page.wait_for_selector("table >> text=routed-here")
+    page.fill("#publish input[name=routing_key]", "invoices")
+    page.fill("#publish textarea[name=payload]", "via amq.direct")
+    page.click("#publish button[type=submit]")
+    page.wait_for_selector("#outcome >> text=Message published.")
+    method, _, body = channel.basic_get("routed-here", auto_ack=True)
+    assert method is not None and body == b"via amq.direct"
+
+
+def test_an_administrator_adds_a_vhost_a_user_and_a_permission(
+    page: Any, node: LeveretProcess
+) -> None:
+    go(page, "#/admin")
+    page.fill("#add-vhost input[name=name]", "from-the-page")
+    page.click("#add-vhost button[type=submit]")
+    page.wait_for_selector("#vhosts >> text=from-the-page")
+    page.fill("#add-user input[name=name]", "carol")
+    page.fill("#add-user input[name=password]", "c4rol")
+    page.fill("#add-user input[name=tags]", "management")
+    page.click("#add-user button[type=submit]")
+    page.wait_for_selector("#users >> text=carol")
+    page.fill("#set-permission input[name=user]", "carol")
+    page.fill("#set-permission input[name=vhost]", "from-the-page")
+    page.click("#set-permission button[type=submit]")
+    page.wait_for_selector("#permissions >> text=from-the-page")
+    assert api(node, "GET", "permissions/from-the-page/carol")["configure"] == ".*"
+    refused = urllib.request.Request(f"{node.management_url}/api/whoami")
+    refused.add_header("Authorization", "Basic " + base64.b64encode(b"carol:c4rol").decode())
+    with urllib.request.urlopen(refused, timeout=10) as response:
+        assert json.loads(response.read())["tags"] == ["management"]
