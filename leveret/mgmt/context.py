@@ -107,7 +107,8 @@ class Route:
 
     @property
     def segments(self) -> tuple[str, ...]:
-        return tuple(self.pattern.strip("/").split("/"))
+        trimmed = self.pattern.strip("/")
+        return tuple(trimmed.split("/")) if trimmed else ()  # "" is the root, `/`
 
 
 def not_found_unless(condition: bool) -> None:

@@ -20,6 +20,7 @@ from . import (
     api_users,
     api_vhosts,
     probes,
+    ui_assets,
 )
 from .context import Route
 
@@ -38,6 +39,7 @@ API_ROUTES: tuple[Route, ...] = (
     *api_limits.ROUTES,
     *api_federation.ROUTES,
     *probes.ROUTES,
+    *ui_assets.ROUTES,  # the web UI's page and modules
 )
 
 

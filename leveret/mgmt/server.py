@@ -62,7 +62,7 @@ class ManagementApp:
         try:
             answer = self._dispatch(request, peer_host, secure)
         except (ApiError, MetadataUnavailable) as error:
-            return _refusal(error)
+            return _refusal(error, request)
         except Exception:
             log.exception("management request %s %s failed", request.method, request.path)
             return _internal_error()
@@ -74,7 +74,7 @@ class ManagementApp:
         try:
             return await pending
         except (ApiError, MetadataUnavailable) as error:
-            return _refusal(error)
+            return _refusal(error, request)
         except Exception:
             log.exception("management request %s %s failed", request.method, request.path)
             return _internal_error()
@@ -91,12 +91,6 @@ class ManagementApp:
             return Reply(200, raw=text.encode("utf-8"), content_type=METRICS_CONTENT_TYPE)
         if self._metrics_only:
             raise object_not_found()
-        if not segments:
-            return Reply(
-                200,
-                raw=b"Leveret management: see /api/overview and /metrics\n",
-                content_type="text/plain",
-            )
         found = self.router.match(segments)
         if found is None:
             raise object_not_found()
@@ -137,11 +131,16 @@ def _internal_error() -> Reply:
     return Reply(500, {"error": "internal_error", "reason": "see the node's log"})
 
 
-def _refusal(error: ApiError | MetadataUnavailable) -> Reply:
+def _refusal(error: ApiError | MetadataUnavailable, request: Request) -> Reply:
     if isinstance(error, MetadataUnavailable):
         # The cluster could not decide the change (no majority): a client may retry later.
         return Reply(503, {"error": "unavailable", "reason": str(error)})
-    return Reply(error.status, error.body(), list(error.headers))
+    headers = list(error.headers)
+    if request.header("x-requested-with").lower() == "xmlhttprequest":
+        # A script's request (the web UI's) shows its own login form: a basic-auth challenge
+        # would make the browser open its password dialog over the page instead.
+        headers = [(name, value) for name, value in headers if name != "www-authenticate"]
+    return Reply(error.status, error.body(), headers)
 
 
 class ManagementServer(asyncio.AbstractServer):
