@@ -8,8 +8,9 @@ each function.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from ..queues.classic import ClassicQueue
@@ -65,8 +66,8 @@ class QueueFigures:
         return QueueFigures(*(a + b for a, b in zip(_astuple(self), _astuple(other), strict=True)))
 
 
-def _astuple(figures: QueueFigures) -> tuple[int, ...]:
-    return tuple(getattr(figures, field.name) for field in fields(QueueFigures))
+_FIELD_NAMES = tuple(field.name for field in fields(QueueFigures))
+_astuple: Callable[[QueueFigures], tuple[int, ...]] = attrgetter(*_FIELD_NAMES)
 
 
 ZERO = QueueFigures()
@@ -201,7 +202,8 @@ def _ready_entries(queue: ClassicQueue) -> Iterable[Any]:
 
 
 def total(figures: Iterable[QueueFigures]) -> QueueFigures:
-    result = ZERO
-    for item in figures:
-        result = result.plus(item)
-    return result
+    """The field-by-field sum (one column at a time: a node may have 10,000 queues)."""
+    rows = [_astuple(item) for item in figures]
+    if not rows:
+        return ZERO
+    return QueueFigures(*(sum(column) for column in zip(*rows, strict=True)))
