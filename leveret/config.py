@@ -13,12 +13,16 @@ from typing import Any
 
 from .placement import CONFIGURABLE_LOCATORS
 from .store.disk_monitor import parse_disk_free_limit
+from .tls import TLSConfigError, TLSSettings, parse_settings
 
 ENV_PREFIX = "LEVERET_"
 # RabbitMQ's largest max_message_size (512 MiB); its default is 128 MiB.
 MAX_MESSAGE_SIZE_LIMIT = 512 * 1024 * 1024
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
+# RabbitMQ's listeners.ssl.default: the AMQPS port when [ssl_options] is given without a port.
+DEFAULT_AMQPS_PORT = 5671
+CERT_LOGIN_FIELDS = ("distinguished_name", "common_name")
 
 
 def short_hostname() -> str:
@@ -36,6 +40,11 @@ class Config:
     data_dir: str = "./leveret-data"
     bind: str = "0.0.0.0"
     amqp_port: int = 5672
+    # AMQP over TLS: off unless [ssl_options] is given (then 5671 unless set otherwise).
+    amqps_port: int | None = None
+    ssl_options: TLSSettings | None = None
+    # Which part of a client certificate names the user who logs in with EXTERNAL.
+    ssl_cert_login_from: str = "distinguished_name"
     mgmt_port: int = 15672
     cluster_port: int = 25672
     # Messages between nodes (the queue data plane); 0: any free port, which the other nodes
@@ -93,11 +102,27 @@ class Config:
                 raise ConfigError(f"unknown configuration key {name!r} (from {source})")
             try:
                 values[name] = setting.parse(value)
+            except TLSConfigError as error:
+                raise ConfigError(f"{error} (from {source})") from None
             except (ValueError, TypeError):
                 raise ConfigError(
                     f"invalid {name} = {value!r} (from {source}): expected {setting.accepted}"
                 ) from None
-        return cls(**values)
+        config = cls(**values)
+        if config.amqps_port is not None and config.ssl_options is None:
+            raise ConfigError(
+                f"amqps_port = {config.amqps_port} needs an [ssl_options] table with the "
+                "listener's certfile and keyfile"
+            )
+        return config
+
+    @property
+    def amqps_listener_port(self) -> int | None:
+        """The AMQPS port to listen on, or None: as RabbitMQ's listeners.ssl, the listener
+        exists when TLS is configured, on 5671 unless another port is given."""
+        if self.ssl_options is None:
+            return None
+        return DEFAULT_AMQPS_PORT if self.amqps_port is None else self.amqps_port
 
     @property
     def data_path(self) -> Path:
@@ -233,6 +258,12 @@ def _watermark(value: Any) -> float | int:
     raise ValueError(value)  # 1.5: neither a fraction nor a number of bytes
 
 
+def _ssl_options(value: Any) -> TLSSettings:
+    if not isinstance(value, dict):
+        raise ValueError(value)  # a TOML table only: the environment cannot give one
+    return parse_settings(value, "ssl_options")
+
+
 def _seeds(value: Any) -> list[str]:
     items = value.split(",") if isinstance(value, str) else value
     if not isinstance(items, list):
@@ -277,6 +308,25 @@ SETTINGS: dict[str, Setting] = {
         metavar="ADDRESS",
     ),
     "amqp_port": Setting(_in_range(0, 65535), _PORT, "the AMQP listener's port", flag=True),
+    "amqps_port": Setting(
+        _in_range(0, 65535),
+        _PORT,
+        "the AMQPS (AMQP over TLS) listener's port; needs [ssl_options]",
+        flag=True,
+        default_text=f"{DEFAULT_AMQPS_PORT} when [ssl_options] is set, else off",
+    ),
+    "ssl_options": Setting(
+        _ssl_options,
+        "a TOML table of RabbitMQ's ssl_options keys (cacertfile, certfile, keyfile, verify, "
+        "fail_if_no_peer_cert, versions, ciphers)",
+        "the AMQPS listener's TLS settings",
+        default_text="none: no AMQPS listener",
+    ),
+    "ssl_cert_login_from": Setting(
+        _one_of(CERT_LOGIN_FIELDS),
+        " | ".join(CERT_LOGIN_FIELDS),
+        "the part of a client certificate that names the EXTERNAL user",
+    ),
     "mgmt_port": Setting(
         _in_range(0, 65535), _PORT, "the management HTTP API's port (also /metrics)", flag=True
     ),

@@ -18,10 +18,12 @@ from ..mgmt import DefinitionsFileError, load_definitions, read_definitions, sta
 from ..persistence import MessageStores
 from ..store import DiskMonitor
 from ..sysexits import EX_CANTCREAT, EX_CONFIG, EX_UNAVAILABLE
+from ..tls import CertificateReloader, TLSConfigError, server_context
 from .data_dir_lock import DataDirInUse, DataDirLock
 from .drain import DrainReport, drain
 from .memory_monitor import MemoryMonitor, total_memory
 from .protocol import AMQPProtocol
+from .tls_listener import TLSAcceptor
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +110,9 @@ class Node:
         self.federation: Federation | None = None
         self.started = False  # every listener is up and the node is in its cluster
         self._amqp_server: asyncio.Server | None = None
+        self._amqps_server: asyncio.Server | None = None
+        # Every TLS certificate of the node (AMQPS, the cluster's) reloads through this one.
+        self.reloader = CertificateReloader()
 
     async def start(self) -> None:
         """Join or form the cluster, whose replicated store gives this node its definitions
@@ -137,6 +142,7 @@ class Node:
         )
         self.ports["amqp"] = amqp.sockets[0].getsockname()[1]
         self._amqp_server = amqp
+        await self._listen_amqps()
         mgmt = await self._listen(
             "the management API",
             config.mgmt_port,
@@ -172,9 +178,38 @@ class Node:
         if self._make_federation is not None:
             self.federation = self._make_federation(self.broker)
             await self.federation.start()
+        self.reloader.start()
         if config.ports_file:
             _write_atomically(Path(config.ports_file), json.dumps(self.ports))
         self.started = True
+
+    async def _listen_amqps(self) -> None:
+        """AMQP over TLS, when [ssl_options] is configured: the same protocol as plain AMQP
+        behind a TLS handshake."""
+        config = self.config
+        port = config.amqps_listener_port
+        if port is None or config.ssl_options is None:
+            return
+        try:
+            context = server_context(config.ssl_options)
+        except TLSConfigError as error:
+            raise StartupError(EX_CONFIG, str(error)) from None
+        self.reloader.register_context("the AMQPS listener", context, config.ssl_options)
+        loop = asyncio.get_running_loop()
+        amqps = await self._listen(
+            "AMQPS",
+            port,
+            loop.create_server(
+                lambda: TLSAcceptor(context, lambda: AMQPProtocol(self.broker)),
+                config.bind,
+                port,
+                reuse_address=True,
+                backlog=1024,
+            ),
+        )
+        self.ports["amqps"] = amqps.sockets[0].getsockname()[1]
+        self._amqps_server = amqps
+        log.info("accepting AMQPS (AMQP over TLS) connections on port %d", self.ports["amqps"])
 
     @property
     def draining(self) -> bool:
@@ -182,13 +217,18 @@ class Node:
 
     async def drain(self, timeout: float) -> DrainReport:
         """Before a stop: hand clients and leadership to the other nodes (see drain.py)."""
-        amqp, cluster = self._amqp_server, self.cluster
+        cluster = self.cluster
+        listeners = [s for s in (self._amqp_server, self._amqps_server) if s is not None]
 
         async def hand_over() -> None:
             if cluster is not None:
                 await cluster.hand_over_leadership()
 
-        return await drain(self.broker, amqp.close if amqp else lambda: None, hand_over, timeout)
+        def stop_listening() -> None:
+            for server in listeners:
+                server.close()
+
+        return await drain(self.broker, stop_listening, hand_over, timeout)
 
     async def _listen(self, what: str, port: int, starting: Awaitable[Any]) -> asyncio.Server:
         try:
@@ -203,6 +243,7 @@ class Node:
 
     async def stop(self) -> None:
         """Stop what started (all of it, or what a failed or interrupted start got to)."""
+        self.reloader.stop()
         if self.federation is not None:
             await self.federation.stop()
         if self.cluster is not None and self._cluster_started:  # hands leadership over first
