@@ -434,7 +434,8 @@ class Session:
         if refusal is None and local_only and not is_loopback(self.peer[0]):
             refusal = f"user '{username}' can only connect via localhost"
         if refusal is not None:
-            log.warning("login refused for %s from %s: %s", username, self.peer[0], refusal)
+            who = username or f"a {method.mechanism} login"
+            log.warning("login refused for %s from %s: %s", who, self.peer[0], refusal)
             if self.client_capability("authentication_failure_close"):
                 error = AMQPError(
                     ReplyCode.ACCESS_REFUSED,

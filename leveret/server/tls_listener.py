@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+from asyncio import sslproto
 from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -13,13 +15,22 @@ log = logging.getLogger(__name__)
 HANDSHAKE_TIMEOUT_SECONDS = 5.0
 
 
-class TLSAcceptor(asyncio.Protocol):
-    """Owns a new socket until its handshake completes, then hands it to `make_protocol()`'s
-    protocol, which sees decrypted bytes exactly as on a plain listener.
+def _tls_protocol_class(loop: asyncio.AbstractEventLoop) -> Any:
+    """The event loop's own TLS layer: uvloop's when it runs (compiled, faster), else asyncio's."""
+    if type(loop).__module__.startswith("uvloop"):
+        from uvloop.loop import SSLProtocol  # type: ignore[import-not-found,attr-defined]
 
-    asyncio's own TLS listener reports a failed handshake only in debug mode; operators need
-    to see why a client was refused (no certificate, unknown CA, expired), so the handshake is
-    driven here with start_tls.
+        return SSLProtocol
+    return sslproto.SSLProtocol
+
+
+class TLSAcceptor(asyncio.Protocol):
+    """Puts the event loop's TLS layer between a new socket and `make_protocol()`'s protocol,
+    which sees decrypted bytes exactly as on a plain listener, once the handshake is done.
+
+    This is what `create_server(ssl=...)` does, but there a failed handshake is reported only
+    in asyncio's debug mode; operators need to see why a client was refused (no certificate,
+    unknown CA, expired), so the handshake's outcome is watched here.
     """
 
     def __init__(
@@ -27,73 +38,38 @@ class TLSAcceptor(asyncio.Protocol):
     ) -> None:
         self._context = context
         self._make_protocol = make_protocol
-        self._task: asyncio.Task[None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # Not a byte of the client's hello may be read before start_tls takes the socket over.
-        tcp = transport
-        tcp.pause_reading()  # type: ignore[attr-defined]
         loop = asyncio.get_running_loop()
-        self._task = loop.create_task(self._handshake(tcp))  # type: ignore[arg-type]
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        handshake = loop.create_future()
+        tls = _tls_protocol_class(loop)(
+            loop,
+            self._make_protocol(),
+            self._context,
+            handshake,
+            server_side=True,
+            ssl_handshake_timeout=HANDSHAKE_TIMEOUT_SECONDS,
+        )
+        # Before any byte is read: the TLS layer gets the client's hello itself.
+        transport.set_protocol(tls)
+        tls.connection_made(transport)
+        handshake.add_done_callback(lambda done: _report(done, peer))
 
-    async def _handshake(self, tcp: asyncio.Transport) -> None:
-        peer = tcp.get_extra_info("peername") or ("?", 0)
-        early = _EarlyBytes()
-        try:
-            secure = await asyncio.get_running_loop().start_tls(
-                tcp,
-                early,
-                self._context,
-                server_side=True,
-                ssl_handshake_timeout=HANDSHAKE_TIMEOUT_SECONDS,
-            )
-        except (ssl.SSLError, OSError, TimeoutError, ConnectionError) as error:
-            log.warning("TLS handshake with %s:%s refused: %s", peer[0], peer[1], _reason(error))
-            tcp.abort()
-            return
-        if secure is None:  # the client went during the handshake
-            return
-        protocol = self._make_protocol()
-        # Bytes that came with the end of the handshake went to `early`; the protocol gets the
-        # transport first, then them, then everything else directly.
-        secure.set_protocol(protocol)
-        protocol.connection_made(secure)
-        for data in early.data:
-            protocol.data_received(data)
-        if early.lost:
-            protocol.connection_lost(early.error)
-
-    def data_received(self, data: bytes) -> None:  # reading is paused until start_tls
-        pass
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        pass
+    def data_received(self, data: bytes) -> None:  # the TLS layer took the socket over
+        raise AssertionError("TLSAcceptor received data after the hand-over")
 
 
-class _EarlyBytes(asyncio.Protocol):
-    """Holds what the client sends between the end of its handshake and the hand-over."""
-
-    def __init__(self) -> None:
-        self.data: list[bytes] = []
-        self.lost = False
-        self.error: Exception | None = None
-
-    def data_received(self, data: bytes) -> None:
-        self.data.append(data)
-
-    def eof_received(self) -> bool | None:
-        return None
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.lost = True
-        self.error = exc
-
-
-def _reason(error: BaseException) -> str:
+def _report(handshake: asyncio.Future[Any], peer: tuple[str, int]) -> None:
+    error = None if handshake.cancelled() else handshake.exception()
+    if error is None:
+        return
     if isinstance(error, ssl.SSLCertVerificationError):
-        return f"certificate verify failed: {error.verify_message}"
-    if isinstance(error, ssl.SSLError):
-        return error.reason or str(error)
-    if isinstance(error, TimeoutError):
-        return f"no handshake within {HANDSHAKE_TIMEOUT_SECONDS:g} s"
-    return str(error) or type(error).__name__
+        reason = f"certificate verify failed: {error.verify_message}"
+    elif isinstance(error, ssl.SSLError):
+        reason = error.reason or str(error)
+    else:
+        reason = str(error) or type(error).__name__
+    # A peer that hangs up mid-handshake (a port probe, say) is not worth a warning.
+    level = logging.INFO if isinstance(error, ConnectionResetError) else logging.WARNING
+    log.log(level, "TLS handshake with %s:%s refused: %s", peer[0], peer[1], reason)
