@@ -37,8 +37,20 @@ class StartupError(Exception):
         self.text = text
 
 
+class ReloadableFiles(Protocol):
+    """TLS files an extension reads again when told to (cluster.transport.TlsFiles)."""
+
+    @property
+    def paths(self) -> tuple[str, ...]: ...
+
+    def reload(self) -> None: ...
+
+
 class Clustering(Protocol):
     """What a node needs of its cluster extension (leveret.clustering.plugin.ClusterPlugin)."""
+
+    @property
+    def tls_files(self) -> ReloadableFiles | None: ...
 
     @property
     def port(self) -> int: ...
@@ -126,6 +138,9 @@ class Node:
         except OSError as error:
             raise StartupError(EX_UNAVAILABLE, str(error)) from None
         self.ports["cluster"] = self.cluster.port
+        cluster_tls = self.cluster.tls_files
+        if cluster_tls is not None:
+            self.reloader.register("node-to-node TLS", cluster_tls.paths, cluster_tls.reload)
         self.ports["data"] = self.cluster.data_port
         self._disk_task = asyncio.get_running_loop().create_task(self._watch_disk())
         loop = asyncio.get_running_loop()
