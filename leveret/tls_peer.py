@@ -109,16 +109,21 @@ def _iso(openssl_time: str) -> str:
 
 @functools.cache
 def _cipher_parts(name: str) -> tuple[str, str, str]:
-    """(cipher, key exchange, hash) as RabbitMQ names them, from OpenSSL's suite name."""
-    known = {suite["name"]: suite for suite in _all_ciphers()}
-    suite = known.get(name)
-    digest = name.rsplit("-" if "-" in name else "_", 1)[-1].lower() if name else ""
+    """(cipher, key exchange, hash) as RabbitMQ names them (Erlang's suite parts), from
+    OpenSSL's suite name: aes_256_gcm, ecdhe_rsa ("any" for TLS 1.3), aead or the MAC."""
+    suite = {suite["name"]: suite for suite in _all_ciphers()}.get(name)
     if suite is None:
-        return name.lower(), "", digest
+        return name.lower(), "", ""
     symmetric = str(suite.get("symmetric") or "").replace("-", "_")
     kea = str(suite.get("kea") or "").removeprefix("kx-")
     auth = str(suite.get("auth") or "").removeprefix("auth-")
-    key_exchange = "any" if kea == "any" else "_".join(part for part in (kea, auth) if part)
+    # TLS 1.3's suites say "any"; a plain RSA key exchange is "rsa", not "rsa_rsa".
+    joined = "_".join(part for part in (kea, auth) if part)
+    key_exchange = kea if kea in ("any", auth) else joined
+    if suite.get("aead"):
+        digest = "aead"
+    else:
+        digest = {"sha1": "sha"}.get(str(suite.get("digest")), str(suite.get("digest") or ""))
     return symmetric, key_exchange, digest
 
 
