@@ -4,7 +4,9 @@ Each broker (one at a time) pinned to core 0, the generator to core 1; the same 
 ECDSA P-256 key made for the run) on both brokers, TLS 1.3, the server checked by the client
 against the run's CA. Scenarios: 1 producer and 1 consumer, one queue, transient messages of
 100 B and 4 KiB, publisher confirms (at most 1000 unconfirmed), manual ack with prefetch 100.
-Writes its section of bench/RESULTS.md with --write.
+On a machine shared with other work the rate of one run says little, so the plain and the TLS
+run of each size alternate for several rounds and the median of each is reported. Writes its
+section of bench/RESULTS.md with --write.
 
     .venv/bin/python -m bench.tls --write
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -89,24 +92,49 @@ def certificates() -> Iterator[tuple[Authority, Any]]:
         yield authority, authority.server("bench-server")
 
 
-def leveret_figures(authority: Authority, server: Any, seconds: int, warmup: int) -> list[Figure]:
+def alternate(
+    broker: BrokerUnderTest, targets: list[tuple[str, str]], timing: tuple[int, int, int]
+) -> list[Figure]:
+    """Each (target, url) at each size, alternating for `rounds`; one median Figure each."""
+    seconds, warmup, rounds = timing
+    figures = []
+    for size in SIZES:
+        runs: dict[str, list[Figure]] = {target: [] for target, _ in targets}
+        for _ in range(rounds):
+            for target, url in targets:
+                runs[target].append(measure(broker, target, url, size, seconds, warmup))
+        for target, measured in runs.items():
+            cores = [f.broker_cores for f in measured if f.broker_cores is not None]
+            figures.append(
+                Figure(
+                    target,
+                    size,
+                    statistics.median(f.consumed_msg_s for f in measured),
+                    statistics.median(f.confirmed_msg_s for f in measured),
+                    round(statistics.median(cores), 2) if cores else None,
+                )
+            )
+    return figures
+
+
+def leveret_figures(
+    authority: Authority, server: Any, timing: tuple[int, int, int]
+) -> list[Figure]:
     config = Path(authority.directory) / "leveret.toml"
     config.write_text(
         f'[ssl_options]\ncertfile = "{server.certfile}"\nkeyfile = "{server.keyfile}"\n'
         'versions = ["tlsv1.3"]\n'
     )
     command = [*default_leveret_command(), "--config", str(config), "--amqps-port", "0"]
-    figures = []
     with running_leveret(BROKER_CPU, command) as broker:
         ports: dict[str, int] = broker.ports  # type: ignore[attr-defined]
-        for size in SIZES:
-            figures.append(measure(broker, "Leveret AMQP", broker.url, size, seconds, warmup))
-            url = amqps_url(ports["amqps"], authority.certfile)
-            figures.append(measure(broker, "Leveret AMQPS", url, size, seconds, warmup))
-    return figures
+        url = amqps_url(ports["amqps"], authority.certfile)
+        return alternate(broker, [("Leveret AMQP", broker.url), ("Leveret AMQPS", url)], timing)
 
 
-def rabbitmq_figures(authority: Authority, server: Any, seconds: int, warmup: int) -> list[Figure]:
+def rabbitmq_figures(
+    authority: Authority, server: Any, timing: tuple[int, int, int]
+) -> list[Figure]:
     [port] = _reserve_ports(1)
     config = [
         f"listeners.ssl.default = {port}",
@@ -114,16 +142,12 @@ def rabbitmq_figures(authority: Authority, server: Any, seconds: int, warmup: in
         f"ssl_options.keyfile = {server.keyfile}",
         "ssl_options.versions.1 = tlsv1.3",
     ]
-    figures = []
     with running_rabbitmq(BROKER_CPU, extra_config=config) as broker:
-        for size in SIZES:
-            figures.append(measure(broker, "RabbitMQ AMQP", broker.url, size, seconds, warmup))
-            url = amqps_url(port, authority.certfile)
-            figures.append(measure(broker, "RabbitMQ AMQPS", url, size, seconds, warmup))
-    return figures
+        url = amqps_url(port, authority.certfile)
+        return alternate(broker, [("RabbitMQ AMQP", broker.url), ("RabbitMQ AMQPS", url)], timing)
 
 
-def report(figures: list[Figure], seconds: int, load: str) -> str:
+def report(figures: list[Figure], seconds: int, rounds: int, load: str) -> str:
     by = {(figure.target, figure.size): figure for figure in figures}
     lines = [
         START_MARK,
@@ -132,8 +156,9 @@ def report(figures: list[Figure], seconds: int, load: str) -> str:
         "1 producer, 1 consumer, one queue, transient messages, publisher confirms (at most 1000 "
         "unconfirmed), manual ack with prefetch 100; TLS 1.3 (TLS_AES_256_GCM_SHA384 as "
         "negotiated by both), an ECDSA P-256 server certificate checked by the client; each "
-        f"broker pinned to core 0, the generator to core 1; {seconds} s measured per run. "
-        "msg/s consumed (broker cores used).",
+        f"broker pinned to core 0, the generator to core 1; {seconds} s measured per run, plain "
+        f"and TLS runs alternating, the median of {rounds} each. msg/s consumed (broker cores "
+        "used).",
         "",
         "| size | Leveret AMQP | Leveret AMQPS | RabbitMQ AMQP | RabbitMQ AMQPS | "
         "AMQPS / RabbitMQ's AMQPS | AMQPS / Leveret AMQP |",
@@ -173,18 +198,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tls", description=__doc__.split("\n")[0])
     parser.add_argument("--duration", type=int, default=15, help="measured seconds per run")
     parser.add_argument("--warmup", type=int, default=3, help="unmeasured seconds before them")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each, alternating")
     parser.add_argument("--only", choices=("leveret", "rabbitmq"), help="one broker only")
     parser.add_argument("--write", action="store_true", help="update bench/RESULTS.md")
     args = parser.parse_args(argv)
     before = os.getloadavg()[0]
     figures: list[Figure] = []
+    timing = (args.duration, args.warmup, max(args.rounds, 1))
     with certificates() as (authority, server):
         if args.only != "rabbitmq":
-            figures += leveret_figures(authority, server, args.duration, args.warmup)
+            figures += leveret_figures(authority, server, timing)
         if args.only != "leveret":
-            figures += rabbitmq_figures(authority, server, args.duration, args.warmup)
+            figures += rabbitmq_figures(authority, server, timing)
     load = f"{before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end"
-    section = report(figures, args.duration, load)
+    section = report(figures, args.duration, timing[2], load)
     print(section)
     if args.write:
         write_section(SECTION, section)
