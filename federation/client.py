@@ -91,7 +91,7 @@ class Endpoint:
         (against cacertfile, or the system's CAs)."""
         options = {key: value for key, value in self.query if key in TLS_QUERY_KEYS}
         options.setdefault("verify", "verify_peer")
-        return parse_settings(options, "the upstream URI's")
+        return parse_settings(options, "uri")
 
     @property
     def server_name(self) -> str | None:
