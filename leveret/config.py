@@ -259,8 +259,13 @@ def _watermark(value: Any) -> float | int:
 
 
 def _ssl_options(value: Any) -> TLSSettings:
+    if isinstance(value, str):  # from the environment: a TOML inline table
+        try:
+            value = tomllib.loads(f"table = {value}")["table"]
+        except tomllib.TOMLDecodeError:
+            raise ValueError(value) from None
     if not isinstance(value, dict):
-        raise ValueError(value)  # a TOML table only: the environment cannot give one
+        raise ValueError(value)
     return parse_settings(value, "ssl_options")
 
 
@@ -318,7 +323,8 @@ SETTINGS: dict[str, Setting] = {
     "ssl_options": Setting(
         _ssl_options,
         "a TOML table of RabbitMQ's ssl_options keys (cacertfile, certfile, keyfile, verify, "
-        "fail_if_no_peer_cert, versions, ciphers)",
+        "fail_if_no_peer_cert, versions, ciphers); in the environment an inline table, "
+        '{certfile = "/c.pem", keyfile = "/k.pem"}',
         "the AMQPS listener's TLS settings",
         default_text="none: no AMQPS listener",
     ),

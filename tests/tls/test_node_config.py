@@ -54,6 +54,10 @@ def test_the_port_defaults_to_5671_only_when_tls_is_configured(tmp_path: Path) -
     assert Config(ssl_options=TLSSettings(certfile="c"), amqps_port=0).amqps_listener_port == 0
     with pytest.raises(ConfigError, match=r"amqps_port = 5671 needs an \[ssl_options\] table"):
         Config.load(None, {"amqps_port": "5671"})
+    inline = Config.load(None, {"ssl_options": '{certfile = "/c.pem", verify = "verify_peer"}'})
+    assert inline.ssl_options == TLSSettings(certfile="/c.pem", verify="verify_peer")
+    with pytest.raises(ConfigError, match=r"invalid ssl_options = 'certfile'"):
+        Config.load(None, {"ssl_options": "certfile"})
     config = tmp_path / "leveret.toml"
     config.write_text('[ssl_options]\nverify = "verify_sometimes"\n')
     with pytest.raises(ConfigError, match=r"invalid ssl_options\.verify = 'verify_sometimes'"):
