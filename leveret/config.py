@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .consumer_timeout import DEFAULT_CONSUMER_TIMEOUT_MS
 from .placement import CONFIGURABLE_LOCATORS
 from .store.disk_monitor import parse_disk_free_limit
 from .tls import TLSConfigError, TLSSettings, parse_settings
@@ -23,6 +24,8 @@ LOG_FORMATS = ("text", "json")
 # RabbitMQ's listeners.ssl.default: the AMQPS port when [ssl_options] is given without a port.
 DEFAULT_AMQPS_PORT = 5671
 CERT_LOGIN_FIELDS = ("distinguished_name", "common_name")
+# Publishes a connection may leave unconfirmed before it is paused (see session.py).
+DEFAULT_MAX_UNCONFIRMED = 10_000
 
 
 def short_hostname() -> str:
@@ -61,6 +64,10 @@ class Config:
     cluster_name: str = "leveret"
     default_user: str = "guest"
     default_pass: str = "guest"
+    # Files holding the default user's name and password (mounted secrets); they win over the
+    # plain keys, and are read once, at start.
+    default_user_file: str | None = None
+    default_pass_file: str | None = None
     default_vhost: str = "/"
     # Users who may log in only from the node's own host (RabbitMQ's loopback_users).
     loopback_users: list[str] = field(default_factory=lambda: ["guest"])
@@ -76,6 +83,10 @@ class Config:
     log_file: str | None = None
     # A definitions file (as exported) imported at every start, as RabbitMQ's load_definitions.
     load_definitions: str | None = None
+    # Milliseconds a delivery may stay unacknowledged before its channel is closed (0: never).
+    consumer_timeout: int = DEFAULT_CONSUMER_TIMEOUT_MS
+    # Publishes a connection may have unconfirmed before it is read no further (0: no cap).
+    max_unconfirmed_per_connection: int = DEFAULT_MAX_UNCONFIRMED
 
     @classmethod
     def load(cls, path: str | None, overrides: dict[str, Any]) -> Config:
@@ -105,9 +116,16 @@ class Config:
             except TLSConfigError as error:
                 raise ConfigError(f"{error} (from {source})") from None
             except (ValueError, TypeError):
+                shown = "(hidden)" if name in SECRET_KEYS else repr(value)
                 raise ConfigError(
-                    f"invalid {name} = {value!r} (from {source}): expected {setting.accepted}"
+                    f"invalid {name} = {shown} (from {source}): expected {setting.accepted}"
                 ) from None
+        for key, target in (
+            ("default_user_file", "default_user"),
+            ("default_pass_file", "default_pass"),
+        ):
+            if values.get(key):
+                values[target] = _read_secret_file(key, values[key])
         config = cls(**values)
         if config.amqps_port is not None and config.ssl_options is None:
             raise ConfigError(
@@ -139,6 +157,23 @@ class Config:
 
 class ConfigError(Exception):
     """A configuration that cannot be used; the text is one line for the operator."""
+
+
+# Keys whose values are never shown, in errors or anywhere else.
+SECRET_KEYS = frozenset({"default_pass"})
+
+
+def _read_secret_file(key: str, path: str) -> str:
+    """The secret a file holds, without its line end (as Kubernetes and Docker mount them)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            secret = handle.read().rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or "not UTF-8 text"
+        raise ConfigError(f"cannot read {key} {path}: {reason}") from None
+    if not secret:
+        raise ConfigError(f"{key} {path} is empty")
+    return secret
 
 
 def _read_toml(path: str) -> dict[str, Any]:
@@ -370,6 +405,12 @@ SETTINGS: dict[str, Setting] = {
     "cluster_name": Setting(_text, "a name", "the cluster's name"),
     "default_user": Setting(_text, "a user name", "the user made on first start"),
     "default_pass": Setting(_text, "a password", "that user's password"),
+    "default_user_file": Setting(
+        _path, _PATH, "a file holding default_user (wins over it)", default_text="none"
+    ),
+    "default_pass_file": Setting(
+        _path, _PATH, "a file holding default_pass (wins over it)", default_text="none"
+    ),
     "loopback_users": Setting(
         _names,
         "user names (comma-separated in the environment; empty: none)",
@@ -411,6 +452,18 @@ SETTINGS: dict[str, Setting] = {
     ),
     "load_definitions": Setting(
         _path, _PATH, "import this definitions file (JSON, as exported) at every start"
+    ),
+    "consumer_timeout": Setting(
+        _in_range(0, 2**53),
+        "a whole number of milliseconds (0: no timeout)",
+        "close a channel whose delivery stays unacknowledged this long (RabbitMQ's "
+        "consumer_timeout)",
+    ),
+    "max_unconfirmed_per_connection": Setting(
+        _in_range(0, 2**31),
+        "a whole number of messages (0: no cap)",
+        "stop reading a confirm publisher with this many publishes unconfirmed, until half "
+        "are confirmed",
     ),
 }
 

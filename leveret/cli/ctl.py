@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 from urllib.parse import quote
 
-from . import cluster_ctl
+from . import cluster_ctl, limits_ctl
 from .ctl_client import (
     EX_DATAERR,
     EX_NOUSER,
@@ -769,6 +769,7 @@ def _fill_ctl_parser(ctl: argparse.ArgumentParser) -> None:
     parser = command("import_definitions", "read definitions as JSON from a file, or - for stdin")
     parser.add_argument("path")
     cluster_ctl.register(command, COMMANDS)
+    limits_ctl.register(command, COMMANDS)
 
 
 def run_ctl(args: argparse.Namespace) -> int:

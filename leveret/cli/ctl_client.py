@@ -31,7 +31,9 @@ class Client:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise CtlError(
-                EX_USAGE, f"invalid --url {url!r}: expected http://user:password@host:port"
+                EX_USAGE,
+                f"invalid --url {_without_password(url)!r}: expected "
+                "http://user:password@host:port",
             )
         self.url = url
         self.https = parts.scheme == "https"
@@ -108,3 +110,13 @@ class Client:
         if isinstance(reason, (list, dict)):
             reason = json.dumps(reason)
         raise CtlError(EX_UNAVAILABLE, f"{reason or 'request failed'} (HTTP {status})")
+
+
+def _without_password(url: str) -> str:
+    """`url` with its password left out, so that errors never show it."""
+    head, at, tail = url.rpartition("@")
+    if not at:
+        return url
+    scheme, sep, credentials = head.partition("://")
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}{sep}{user}:***@{tail}" if sep else f"{user}:***@{tail}"

@@ -13,6 +13,7 @@ from . import (
     api_exchanges,
     api_federation,
     api_health,
+    api_limits,
     api_overview,
     api_policies,
     api_queues,
@@ -34,6 +35,7 @@ API_ROUTES: tuple[Route, ...] = (
     *api_policies.ROUTES,
     *api_definitions.ROUTES,
     *api_health.ROUTES,
+    *api_limits.ROUTES,
     *api_federation.ROUTES,
     *probes.ROUTES,
 )

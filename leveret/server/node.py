@@ -14,11 +14,13 @@ from typing import Any, Protocol, cast
 
 from ..broker import Broker
 from ..config import Config
+from ..consumer_timeout import ConsumerTimeoutSweep
 from ..mgmt import DefinitionsFileError, load_definitions, read_definitions, start_management
 from ..persistence import MessageStores
 from ..store import DiskMonitor
 from ..sysexits import EX_CANTCREAT, EX_CONFIG, EX_UNAVAILABLE
 from ..tls import CertificateReloader, TLSConfigError, server_context
+from .collector import settle_after_start
 from .data_dir_lock import DataDirInUse, DataDirLock
 from .drain import DrainReport, drain
 from .memory_monitor import MemoryMonitor, total_memory
@@ -115,6 +117,7 @@ class Node:
         self.ports: dict[str, int] = {}
         self._servers: list[asyncio.Server] = []
         self._monitor: MemoryMonitor | None = None
+        self._ack_timeout: ConsumerTimeoutSweep | None = None
         self._disk_task: asyncio.Task[None] | None = None
         self._definitions_task: asyncio.Task[None] | None = None
         self.cluster: Clustering | None = None
@@ -179,6 +182,11 @@ class Node:
         limit = config.memory_limit(total)
         self._monitor = MemoryMonitor(self.broker, limit)
         self._monitor.start()
+        self._ack_timeout = ConsumerTimeoutSweep(
+            config.consumer_timeout,
+            lambda: (ch for s in self.broker.sessions for ch in s.channels.values()),
+        )
+        self._ack_timeout.start()
         # As RabbitMQ does, say which memory alarm is in force: a limit above the machine's
         # memory, or one below what a node needs, is a mistake the operator should see.
         log.info(
@@ -196,6 +204,7 @@ class Node:
         self.reloader.start()
         if config.ports_file:
             _write_atomically(Path(config.ports_file), json.dumps(self.ports))
+        settle_after_start()
         self.started = True
 
     async def _listen_amqps(self) -> None:
@@ -265,6 +274,8 @@ class Node:
             await self.cluster.stop()
         if self._monitor is not None:
             self._monitor.stop()
+        if self._ack_timeout is not None:
+            self._ack_timeout.stop()
         for task in (self._disk_task, self._definitions_task):
             if task is not None:
                 task.cancel()
