@@ -17,6 +17,7 @@ import pika
 import pytest
 from pika.exceptions import AMQPConnectionError
 
+from leveret.server.node import StartupError
 from leveret.tls import TLSSettings
 from tests.support.certs import Authority, Issued
 from tests.support.node import InProcessNode, wait_for
@@ -202,8 +203,6 @@ def test_clients_refuse_a_server_certificate_that_does_not_verify(
 def test_a_node_with_broken_ssl_options_does_not_start(
     tmp_path: Path, authority: Authority
 ) -> None:
-    from leveret.server.node import StartupError
-
     missing = str(tmp_path / "nope.pem")
     with pytest.raises(StartupError, match=r"ssl_options\.certfile") as raised:
         InProcessNode(amqps_port=0, ssl_options=TLSSettings(certfile=missing))

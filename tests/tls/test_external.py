@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import ssl
 import struct
 
@@ -20,10 +21,8 @@ from tests.tls.test_amqps import api, client_ssl, pika_params
 DN = "CN=app-1,OU=Billing,O=Leveret Tests"
 
 
-def _mechanisms(port: int, context: ssl.SSLContext | None) -> list[str]:
+def offered_mechanisms(port: int, context: ssl.SSLContext | None) -> list[str]:
     """The mechanisms of the server's connection.start, read off a raw socket."""
-    import socket
-
     raw = socket.create_connection(("127.0.0.1", port), timeout=5)
     sock = context.wrap_socket(raw, server_hostname="localhost") if context else raw
     with sock:
@@ -47,8 +46,8 @@ def test_external_is_offered_on_tls_listeners_only(
     tls_node: InProcessNode, authority: Authority
 ) -> None:
     client = authority.issue("client", "app-1", client=True)
-    assert _mechanisms(tls_node.port, None) == ["PLAIN", "AMQPLAIN"]
-    assert _mechanisms(tls_node.node.ports["amqps"], client_ssl(authority, client)) == [
+    assert offered_mechanisms(tls_node.port, None) == ["PLAIN", "AMQPLAIN"]
+    assert offered_mechanisms(tls_node.node.ports["amqps"], client_ssl(authority, client)) == [
         "PLAIN",
         "AMQPLAIN",
         "EXTERNAL",

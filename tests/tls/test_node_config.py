@@ -103,21 +103,15 @@ def test_a_node_process_writes_amqps_to_its_ports_file_and_reloads_on_sighup(
             connection.channel().queue_declare("after-reload")
 
 
-def test_the_environment_gives_the_port(tmp_path: Path) -> None:
+def test_the_environment_gives_the_port(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     authority = Authority(tmp_path / "ca")
     certfile, keyfile = install(authority.server(), tmp_path / "live")
     config = write_config(tmp_path / "leveret.toml", certfile, keyfile)
-    process = NodeProcess(extra_args=["--config", str(config)])
-    # LeveretProcess passes its own environment on: the variable is set for the child only.
-    import os
-
-    os.environ["LEVERET_AMQPS_PORT"] = "0"
-    try:
-        with process as node:
-            assert node.ports["amqps"] not in (0, 5671)
-            assert served_serial(node.ports["amqps"], authority.certfile)
-    finally:
-        del os.environ["LEVERET_AMQPS_PORT"]
+    # The node process inherits this process's environment.
+    monkeypatch.setenv("LEVERET_AMQPS_PORT", "0")
+    with NodeProcess(extra_args=["--config", str(config)]) as node:
+        assert node.ports["amqps"] not in (0, 5671)
+        assert served_serial(node.ports["amqps"], authority.certfile)
 
 
 def test_a_changed_file_is_reloaded_without_a_signal_and_a_bad_one_is_not(

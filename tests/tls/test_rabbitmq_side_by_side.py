@@ -23,7 +23,7 @@ from tests.support.certs import Authority
 from tests.support.node import InProcessNode, wait_for
 from tests.support.rabbitmq import _reserve_ports, require_rabbitmq, start_rabbitmq
 from tests.tls.test_amqps import client_ssl
-from tests.tls.test_external import _mechanisms
+from tests.tls.test_external import offered_mechanisms
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -121,7 +121,8 @@ def test_the_same_mechanisms_are_offered_on_tls(
 ) -> None:
     client = authority.issue("mech-client", "side-by-side", unit="Interop", client=True)
     offered = [
-        sorted(_mechanisms(broker.amqps_port, client_ssl(authority, client))) for broker in brokers
+        sorted(offered_mechanisms(broker.amqps_port, client_ssl(authority, client)))
+        for broker in brokers
     ]
     assert offered[0] == offered[1] == ["AMQPLAIN", "EXTERNAL", "PLAIN"]
 
