@@ -8,7 +8,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test,fast,dev,spark]'
 	touch $@
 
-.PHONY: venv run cluster test test-slow bench bench-cluster bench-federation bench-containers spark-example lint
+.PHONY: venv run cluster test test-slow bench bench-cluster bench-federation bench-tls bench-containers spark-example lint
 venv: $(VENV)/.installed
 
 run: venv
@@ -35,6 +35,10 @@ bench-cluster: venv
 # Federated queues, Leveret → Leveret beside RabbitMQ → RabbitMQ with its federation plugin.
 bench-federation: venv
 	$(PY) -m bench.federation --write
+
+# AMQP over TLS: Leveret's AMQPS beside its plain AMQP and RabbitMQ's AMQPS.
+bench-tls: venv
+	$(PY) -m bench.tls --write
 
 LINTED := leveret cluster federation tests bench examples proto/metadata_schema.py
 

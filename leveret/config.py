@@ -21,6 +21,9 @@ ENV_PREFIX = "LEVERET_"
 MAX_MESSAGE_SIZE_LIMIT = 512 * 1024 * 1024
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
+# RabbitMQ's listeners.ssl.default: the AMQPS port when [ssl_options] is given without a port.
+DEFAULT_AMQPS_PORT = 5671
+CERT_LOGIN_FIELDS = ("distinguished_name", "common_name")
 # Publishes a connection may leave unconfirmed before it is paused (see session.py).
 DEFAULT_MAX_UNCONFIRMED = 10_000
 
@@ -40,6 +43,11 @@ class Config:
     data_dir: str = "./leveret-data"
     bind: str = "0.0.0.0"
     amqp_port: int = 5672
+    # AMQP over TLS: off unless [ssl_options] is given (then 5671 unless set otherwise).
+    amqps_port: int | None = None
+    ssl_options: TLSSettings | None = None
+    # Which part of a client certificate names the user who logs in with EXTERNAL.
+    ssl_cert_login_from: str = "distinguished_name"
     mgmt_port: int = 15672
     cluster_port: int = 25672
     # Messages between nodes (the queue data plane); 0: any free port, which the other nodes
@@ -121,7 +129,7 @@ class Config:
             try:
                 values[name] = setting.parse(value)
             except TLSConfigError as error:
-                raise ConfigError(f"invalid {name} (from {source}): {error}") from None
+                raise ConfigError(f"{error} (from {source})") from None
             except (ValueError, TypeError):
                 shown = "(hidden)" if name in SECRET_KEYS else repr(value)
                 raise ConfigError(
@@ -133,7 +141,21 @@ class Config:
         ):
             if values.get(key):
                 values[target] = _read_secret_file(key, values[key])
-        return cls(**values)
+        config = cls(**values)
+        if config.amqps_port is not None and config.ssl_options is None:
+            raise ConfigError(
+                f"amqps_port = {config.amqps_port} needs an [ssl_options] table with the "
+                "listener's certfile and keyfile"
+            )
+        return config
+
+    @property
+    def amqps_listener_port(self) -> int | None:
+        """The AMQPS port to listen on, or None: as RabbitMQ's listeners.ssl, the listener
+        exists when TLS is configured, on 5671 unless another port is given."""
+        if self.ssl_options is None:
+            return None
+        return DEFAULT_AMQPS_PORT if self.amqps_port is None else self.amqps_port
 
     @property
     def data_path(self) -> Path:
@@ -309,6 +331,17 @@ def _watermark(value: Any) -> float | int:
     raise ValueError(value)  # 1.5: neither a fraction nor a number of bytes
 
 
+def _ssl_options(value: Any) -> TLSSettings:
+    if isinstance(value, str):  # from the environment: a TOML inline table
+        try:
+            value = tomllib.loads(f"table = {value}")["table"]
+        except tomllib.TOMLDecodeError:
+            raise ValueError(value) from None
+    if not isinstance(value, dict):
+        raise ValueError(value)
+    return parse_settings(value, "ssl_options")
+
+
 def _seeds(value: Any) -> list[str]:
     items = value.split(",") if isinstance(value, str) else value
     if not isinstance(items, list):
@@ -380,6 +413,26 @@ SETTINGS: dict[str, Setting] = {
         metavar="ADDRESS",
     ),
     "amqp_port": Setting(_in_range(0, 65535), _PORT, "the AMQP listener's port", flag=True),
+    "amqps_port": Setting(
+        _in_range(0, 65535),
+        _PORT,
+        "the AMQPS (AMQP over TLS) listener's port; needs [ssl_options]",
+        flag=True,
+        default_text=f"{DEFAULT_AMQPS_PORT} when [ssl_options] is set, else off",
+    ),
+    "ssl_options": Setting(
+        _ssl_options,
+        "a TOML table of RabbitMQ's ssl_options keys (cacertfile, certfile, keyfile, verify, "
+        "fail_if_no_peer_cert, versions, ciphers); in the environment an inline table, "
+        '{certfile = "/c.pem", keyfile = "/k.pem"}',
+        "the AMQPS listener's TLS settings",
+        default_text="none: no AMQPS listener",
+    ),
+    "ssl_cert_login_from": Setting(
+        _one_of(CERT_LOGIN_FIELDS),
+        " | ".join(CERT_LOGIN_FIELDS),
+        "the part of a client certificate that names the EXTERNAL user",
+    ),
     "mgmt_port": Setting(
         _in_range(0, 65535), _PORT, "the management HTTP API's port (also /metrics)", flag=True
     ),

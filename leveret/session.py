@@ -29,7 +29,7 @@ from .amqp.constants import (
 )
 from .amqp.errors import AMQPError, ReplyCode, resource_locked
 from .amqp.frames import method_frame
-from .auth import MECHANISMS, SaslError, is_loopback, parse_response
+from .auth import MECHANISMS, TLS_MECHANISMS, SaslError, external_login, is_loopback, parse_response
 from .channel import Channel
 from .limits import (
     limit_of,
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from .broker import Broker
     from .queues.classic import ClassicQueue
     from .queues.remote import HomeLink
+    from .tls_peer import TLSPeer
     from .vhost import VirtualHost
 
 log = logging.getLogger(__name__)
@@ -103,10 +104,19 @@ class Transport(Protocol):
 class Session:
     """Feeds client bytes through the sans-IO connection and acts on its events."""
 
-    def __init__(self, broker: Broker, transport: Transport, peer: tuple[str, int]) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        transport: Transport,
+        peer: tuple[str, int],
+        tls: TLSPeer | None = None,
+    ) -> None:
         self.broker = broker
         self.transport = transport
         self.peer = peer
+        self.tls = tls  # set on an AMQPS connection: its protocol, cipher, client certificate
+        self.mechanisms = TLS_MECHANISMS if tls is not None else MECHANISMS
+        self.auth_mechanism = "PLAIN"
         self.conn = ServerConnection(max_content_size=broker.config.max_message_size)
         self.channels: dict[int, Channel] = {}
         self.vhost: VirtualHost = None  # type: ignore[assignment]  # set by connection.open
@@ -449,7 +459,7 @@ class Session:
         self.write(
             method_frame(
                 0,
-                m.ConnectionStart(0, 9, properties, " ".join(MECHANISMS).encode(), b"en_US"),
+                m.ConnectionStart(0, 9, properties, " ".join(self.mechanisms).encode(), b"en_US"),
             )
         )
 
@@ -474,22 +484,33 @@ class Session:
 
     def _start_ok(self, method: m.ConnectionStartOk) -> None:
         self.client_properties = method.client_properties
-        if method.mechanism not in MECHANISMS:
+        if method.mechanism not in self.mechanisms:
             raise AMQPError(
                 ReplyCode.COMMAND_INVALID,
                 f"invalid authentication mechanism '{method.mechanism}'",
                 method.ids,
             )
-        try:
-            username, password = parse_response(method.mechanism, method.response)
-        except SaslError as exc:
-            raise AMQPError(ReplyCode.SYNTAX_ERROR, str(exc), method.ids) from exc
-        refusal = self.broker.authenticate(username, password)
+        self.auth_mechanism = method.mechanism
+        if method.mechanism == "EXTERNAL":
+            # The user is named by the client's certificate, which TLS has already checked.
+            config = self.broker.config
+            username, refusal = external_login(
+                self.tls, config.ssl_cert_login_from, config.ssl_options
+            )
+            if refusal is None and username not in self.broker.users:
+                refusal = f"user '{username}' - invalid credentials"
+        else:
+            try:
+                username, password = parse_response(method.mechanism, method.response)
+            except SaslError as exc:
+                raise AMQPError(ReplyCode.SYNTAX_ERROR, str(exc), method.ids) from exc
+            refusal = self.broker.authenticate(username, password)
         local_only = username in self.broker.config.loopback_users
         if refusal is None and local_only and not is_loopback(self.peer[0]):
             refusal = f"user '{username}' can only connect via localhost"
         if refusal is not None:
-            log.warning("login refused for %s from %s: %s", username, self.peer[0], refusal)
+            who = username or f"a {method.mechanism} login"
+            log.warning("login refused for %s from %s: %s", who, self.peer[0], refusal)
             if self.client_capability("authentication_failure_close"):
                 error = AMQPError(
                     ReplyCode.ACCESS_REFUSED,

@@ -288,7 +288,8 @@ class CertificateReloader:
         try:
             loop.add_signal_handler(signal.SIGHUP, self.reload_all, "SIGHUP")
         except (NotImplementedError, RuntimeError, ValueError):
-            log.warning("SIGHUP cannot reload TLS certificates here; file changes still do")
+            # Not the main thread (a node embedded in another program): polling still works.
+            log.info("SIGHUP cannot reload TLS certificates here; file changes still do")
         self._task = loop.create_task(self._poll(), name="tls-reloader")
 
     def stop(self) -> None:

@@ -19,6 +19,7 @@ from cluster.management import ClusterManagement
 from cluster.secret import CallVerifier, SecretError
 from cluster.service import ClusterService
 from cluster.settings import ClusterSettings
+from cluster.transport import TlsFiles
 from proto.metadata_schema import Batch, DeleteExchange
 
 from ..definitions_log import DefinitionsLog
@@ -71,6 +72,11 @@ class ClusterPlugin:
     @property
     def port(self) -> int:
         return self.service.port
+
+    @property
+    def tls_files(self) -> TlsFiles | None:
+        """The node-to-node TLS files, reloaded by the node's certificate reloader."""
+        return self._settings.tls
 
     @property
     def data_port(self) -> int:

@@ -34,6 +34,7 @@ _AUTH_MECHANISMS = (
 )
 LISTENER_PROTOCOLS = {
     "amqp": "amqp",
+    "amqps": "amqp/ssl",
     "mgmt": "http",
     "mgmt_https": "https",
     "prometheus": "http/prometheus",

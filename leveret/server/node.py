@@ -25,6 +25,7 @@ from .data_dir_lock import DataDirInUse, DataDirLock
 from .drain import DrainReport, drain
 from .memory_monitor import MemoryMonitor, total_memory
 from .protocol import AMQPProtocol
+from .tls_listener import TLSAcceptor
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +39,20 @@ class StartupError(Exception):
         self.text = text
 
 
+class ReloadableFiles(Protocol):
+    """TLS files an extension reads again when told to (cluster.transport.TlsFiles)."""
+
+    @property
+    def paths(self) -> tuple[str, ...]: ...
+
+    def reload(self) -> None: ...
+
+
 class Clustering(Protocol):
     """What a node needs of its cluster extension (leveret.clustering.plugin.ClusterPlugin)."""
+
+    @property
+    def tls_files(self) -> ReloadableFiles | None: ...
 
     @property
     def port(self) -> int: ...
@@ -112,9 +125,10 @@ class Node:
         self.federation: Federation | None = None
         self.started = False  # every listener is up and the node is in its cluster
         self._amqp_server: asyncio.Server | None = None
-        # Reloads the listeners' certificates on SIGHUP or when their files change.
-        self.certificates = CertificateReloader()
-        self._certificates_started = False
+        self._amqps_server: asyncio.Server | None = None
+        # Every TLS certificate of the node (AMQPS, HTTPS, the cluster's) reloads through this
+        # one, on SIGHUP or when its files change.
+        self.reloader = CertificateReloader()
 
     async def start(self) -> None:
         """Join or form the cluster, whose replicated store gives this node its definitions
@@ -128,6 +142,9 @@ class Node:
         except OSError as error:
             raise StartupError(EX_UNAVAILABLE, str(error)) from None
         self.ports["cluster"] = self.cluster.port
+        cluster_tls = self.cluster.tls_files
+        if cluster_tls is not None:
+            self.reloader.register("node-to-node TLS", cluster_tls.paths, cluster_tls.reload)
         self.ports["data"] = self.cluster.data_port
         self._disk_task = asyncio.get_running_loop().create_task(self._watch_disk())
         loop = asyncio.get_running_loop()
@@ -144,6 +161,7 @@ class Node:
         )
         self.ports["amqp"] = amqp.sockets[0].getsockname()[1]
         self._amqp_server = amqp
+        await self._listen_amqps()
         await self._start_http()
         if config.load_definitions:
             try:
@@ -177,10 +195,39 @@ class Node:
         if self._make_federation is not None:
             self.federation = self._make_federation(self.broker)
             await self.federation.start()
+        self.reloader.start()
         if config.ports_file:
             _write_atomically(Path(config.ports_file), json.dumps(self.ports))
         settle_after_start()
         self.started = True
+
+    async def _listen_amqps(self) -> None:
+        """AMQP over TLS, when [ssl_options] is configured: the same protocol as plain AMQP
+        behind a TLS handshake."""
+        config = self.config
+        port = config.amqps_listener_port
+        if port is None or config.ssl_options is None:
+            return
+        try:
+            context = server_context(config.ssl_options)
+        except TLSConfigError as error:
+            raise StartupError(EX_CONFIG, str(error)) from None
+        self.reloader.register_context("the AMQPS listener", context, config.ssl_options)
+        loop = asyncio.get_running_loop()
+        amqps = await self._listen(
+            "AMQPS",
+            port,
+            loop.create_server(
+                lambda: TLSAcceptor(context, lambda: AMQPProtocol(self.broker)),
+                config.bind,
+                port,
+                reuse_address=True,
+                backlog=1024,
+            ),
+        )
+        self.ports["amqps"] = amqps.sockets[0].getsockname()[1]
+        self._amqps_server = amqps
+        log.info("accepting AMQPS (AMQP over TLS) connections on port %d", self.ports["amqps"])
 
     @property
     def draining(self) -> bool:
@@ -188,13 +235,18 @@ class Node:
 
     async def drain(self, timeout: float) -> DrainReport:
         """Before a stop: hand clients and leadership to the other nodes (see drain.py)."""
-        amqp, cluster = self._amqp_server, self.cluster
+        cluster = self.cluster
+        listeners = [s for s in (self._amqp_server, self._amqps_server) if s is not None]
 
         async def hand_over() -> None:
             if cluster is not None:
                 await cluster.hand_over_leadership()
 
-        return await drain(self.broker, amqp.close if amqp else lambda: None, hand_over, timeout)
+        def stop_listening() -> None:
+            for server in listeners:
+                server.close()
+
+        return await drain(self.broker, stop_listening, hand_over, timeout)
 
     async def _start_http(self) -> None:
         """The management API over HTTP, and HTTPS when configured; /metrics also on ports of
@@ -209,8 +261,6 @@ class Node:
         await self._start_http_listener("prometheus_https", prometheus, metrics_only=True)
         if config.prometheus_tcp_port is not None:
             await self._start_http_listener("prometheus", None, metrics_only=True)
-        if self._certificates_started:
-            self.certificates.start()
 
     async def _start_http_listener(
         self,
@@ -230,8 +280,7 @@ class Node:
                 tls = server_context(https.tls)
             except TLSConfigError as error:
                 raise StartupError(EX_CONFIG, str(error)) from None
-            self.certificates.register_context(name, tls, https.tls)
-            self._certificates_started = True
+            self.reloader.register_context(name, tls, https.tls)
         else:
             port = config.prometheus_tcp_port if metrics_only else config.mgmt_port
             tls = None
@@ -267,6 +316,7 @@ class Node:
 
     async def stop(self) -> None:
         """Stop what started (all of it, or what a failed or interrupted start got to)."""
+        self.reloader.stop()
         if self.federation is not None:
             await self.federation.stop()
         if self.cluster is not None and self._cluster_started:  # hands leadership over first
@@ -275,7 +325,6 @@ class Node:
             self._monitor.stop()
         if self._ack_timeout is not None:
             self._ack_timeout.stop()
-        self.certificates.stop()
         for task in (self._disk_task, self._definitions_task):
             if task is not None:
                 task.cancel()
