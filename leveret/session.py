@@ -549,22 +549,30 @@ class Session:
         self.broker.session_opened(self)
 
     def _check_connection_limits(self, vhost: str, method: tuple[int, int]) -> None:
-        """RabbitMQ's max-connections of the vhost, then of the user (this node's connections)."""
-        registry, sessions = self.broker.registry, self.broker.sessions
+        """RabbitMQ's max-connections of the vhost, then of the user, counted across the
+        cluster (the other nodes' connections as gossip last reported them)."""
+        broker = self.broker
+        registry, sessions, elsewhere = broker.registry, broker.sessions, broker.peer_clients
         limit = limit_of(registry.vhost_limits.get(vhost), "max-connections")
-        if limit is not None and sum(1 for s in sessions if s.vhost.name == vhost) >= limit:
-            raise vhost_connections_refused(vhost, self.username, limit, method)
-        limit = limit_of(registry.user_limits.get(self.username), "max-connections")
-        if limit is not None and sum(1 for s in sessions if s.username == self.username) >= limit:
-            raise user_connections_refused(self.username, limit, method)
+        if limit is not None:
+            here = sum(1 for s in sessions if s.vhost is not None and s.vhost.name == vhost)
+            if here + elsewhere("vhost", vhost) >= limit:
+                raise vhost_connections_refused(vhost, self.username, limit, method)
+        user = self.username
+        limit = limit_of(registry.user_limits.get(user), "max-connections")
+        if limit is not None:
+            here = sum(1 for s in sessions if s.vhost is not None and s.username == user)
+            if here + elsewhere("user", user) >= limit:
+                raise user_connections_refused(user, limit, method)
 
     def _check_channel_limit(self, method: tuple[int, int]) -> None:
-        limit = limit_of(self.broker.registry.user_limits.get(self.username), "max-channels")
+        user = self.username
+        limit = limit_of(self.broker.registry.user_limits.get(user), "max-channels")
         if limit is None:
             return
-        opened = sum(len(s.channels) for s in self.broker.sessions if s.username == self.username)
-        if opened >= limit:
-            raise user_channels_refused(self.username, limit, method)
+        opened = sum(len(s.channels) for s in self.broker.sessions if s.username == user)
+        if opened + self.broker.peer_clients("user_channels", user) >= limit:
+            raise user_channels_refused(user, limit, method)
 
     def close_for_shutdown(self) -> None:
         """The node is stopping: tell the client, as RabbitMQ does, with 320."""

@@ -33,8 +33,12 @@ def test_limits_set_on_one_node_hold_on_another() -> None:
         listed = third.ctl("list_vhost_limits", "--formatter", "json")
         assert json.loads(listed.out) == [{"limits": '{"max-connections": 1, "max-queues": 1}'}]
 
-        # Connections are counted per node: one is accepted on the third node, not two.
+        # Connections are counted across the cluster: one held through the first node fills the
+        # vhost for the third once gossip has told it (within a few seconds).
         wait_for(lambda: _refused(_url(third)) is False, 10, 0.1)
+        with pika.BlockingConnection(pika.URLParameters(_url(first))):
+            wait_for(lambda: _refused(_url(third)), 15, 0.2)
+        wait_for(lambda: not _refused(_url(third)), 15, 0.2)
         with pika.BlockingConnection(pika.URLParameters(_url(third))) as kept:
             assert _refused(_url(third))
             first.ctl("clear_vhost_limits")
@@ -61,3 +65,18 @@ def test_limits_set_on_one_node_hold_on_another() -> None:
             with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as closed:
                 connection.channel()
         assert closed.value.reply_code == 530
+
+        # The user's channels on the third node count on the first as well.
+        with pika.BlockingConnection(pika.URLParameters(_url(third))) as holding:
+            holding.channel()
+            wait_for(lambda: _channel_refused(_url(first)), 15, 0.2)
+
+
+def _channel_refused(url: str) -> bool:
+    with pika.BlockingConnection(pika.URLParameters(url)) as connection:
+        try:
+            connection.channel()
+        except pika.exceptions.ConnectionClosedByBroker as closed:
+            assert closed.reply_code == 530
+            return True
+    return False
