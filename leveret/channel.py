@@ -20,7 +20,7 @@ from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, with_reply_address
 from .message import Message, check_properties, sender_selected
 from .metadata import MetadataStore
 from .names import consumer_tag as new_consumer_tag
-from .queues import queue_type
+from .queues import queue_type, stream_rules
 from .queues.classic import ClassicQueue
 from .queues.consumer import Consumer
 from .queues.entry import QueueEntry
@@ -295,6 +295,8 @@ class Channel:
     def _queue_purge(self, method: m.QueuePurge) -> None:
         queue = self._client(self._queue_name(method.queue, method), method)
         self._check("read", "queue", queue.name, method)
+        if queue.stream:
+            raise stream_rules.not_supported("queue.purge", queue.name, self.vhost.name, method.ids)
 
         def purged(count: int) -> None:
             if not method.no_wait:
@@ -343,6 +345,20 @@ class Channel:
             return
         queue = self._client(self._queue_name(method.queue, method), method)
         self._check("read", "queue", queue.name, method)
+        if queue.stream:
+            stream_rules.check_consume(
+                queue.name,
+                self.vhost.name,
+                method.arguments,
+                no_ack=method.no_ack,
+                prefetch=self.consumer_prefetch,
+                global_prefetch=self.channel_prefetch,
+                method=method.ids,
+            )
+        else:
+            stream_rules.check_classic_consume(
+                queue.name, self.vhost.name, method.arguments, method.ids
+            )
         queue.check_consume(method.exclusive)
         priority = self._consumer_priority(queue.name, method)
         # A home node holds no more unacknowledged deliveries than this channel allows.
@@ -460,6 +476,8 @@ class Channel:
     def _basic_get(self, method: m.BasicGet) -> None:
         queue = self._client(self._queue_name(method.queue, method), method)
         self._check("read", "queue", queue.name, method)
+        if queue.stream:
+            raise stream_rules.not_supported("basic.get", queue.name, self.vhost.name, method.ids)
 
         def got(settles: Settles, entry: QueueEntry | None, message_count: int) -> None:
             if entry is None:
@@ -528,16 +546,25 @@ class Channel:
             self._check_tag(method.delivery_tag, method.multiple, method)
             self._tx_acks.append(("nack", method.delivery_tag, method.multiple, method.requeue))
             return
-        self._reject(
-            self._take_unacked(method.delivery_tag, method.multiple, method), method.requeue
-        )
+        records = self._take_unacked(method.delivery_tag, method.multiple, method)
+        self._refuse_stream_rejects(records, method)
+        self._reject(records, method.requeue)
 
     def _basic_reject(self, method: m.BasicReject) -> None:
         if self.transactional:
             self._check_tag(method.delivery_tag, False, method)
             self._tx_acks.append(("nack", method.delivery_tag, False, method.requeue))
             return
-        self._reject(self._take_unacked(method.delivery_tag, False, method), method.requeue)
+        records = self._take_unacked(method.delivery_tag, False, method)
+        self._refuse_stream_rejects(records, method)
+        self._reject(records, method.requeue)
+
+    def _refuse_stream_rejects(self, records: list[Unacked], method: m.Method) -> None:
+        for queue, _, _ in records:
+            if queue.stream:
+                raise stream_rules.not_supported(
+                    "basic.nack and basic.reject", queue.name, queue.vhost, method.ids
+                )
 
     def _check_tag(self, tag: int, multiple: bool, method: m.Method) -> None:
         if (tag or not multiple) and tag not in self.unacked:
@@ -603,6 +630,8 @@ class Channel:
         if not method.requeue:
             raise AMQPError(ReplyCode.NOT_IMPLEMENTED, "requeue=false", method.ids)
         records = list(self.unacked.values())
+        if any(queue.stream for queue, _, _ in records):
+            raise stream_rules.recover_failed(method.ids)
         self.unacked.clear()
         self._requeue(records)
 

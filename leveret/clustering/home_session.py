@@ -306,17 +306,21 @@ class HomeSession:
             reply.code, reply.text = error.code, error.text
             return
         kind = request.kind
-        if kind == RequestKind.GET:
-            queue.touch()
-            entry = queue.get(request.no_ack)
-            if entry is not None:
-                reply.has_delivery = True
-                self._fill(reply.delivery, queue, entry, None, request.no_ack)
-        elif kind == RequestKind.PURGE:
-            reply.message_count = queue.purge()
+        try:
+            if kind == RequestKind.GET:
+                queue.touch()
+                entry = queue.get(request.no_ack)
+                if entry is not None:
+                    reply.has_delivery = True
+                    self._fill(reply.delivery, queue, entry, None, request.no_ack)
+            elif kind == RequestKind.PURGE:
+                reply.message_count = queue.purge()
+                return
+            elif kind == RequestKind.STATUS:
+                queue.touch()
+        except AMQPError as error:  # what the queue's type does not support (streams)
+            reply.code, reply.text = error.code, error.text
             return
-        elif kind == RequestKind.STATUS:
-            queue.touch()
         reply.message_count = queue.message_count
         reply.consumer_count = queue.consumer_count
         reply.unacked_count = queue.unacked
