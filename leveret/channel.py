@@ -312,6 +312,8 @@ class Channel:
     def check_deletable(self, queue: ClassicQueue, method: m.QueueDelete) -> None:
         """This connection may delete `queue`, and its if-unused / if-empty conditions hold."""
         self.session.check_exclusive_access(queue, method.ids)
+        if queue.stream:
+            return  # RabbitMQ deletes a stream whatever if-unused and if-empty say
         where = f"queue '{queue.name}' in vhost '{self.vhost.name}'"
         if method.if_unused and queue.consumer_count:
             raise precondition_failed(f"{where} in use", method.ids)

@@ -797,6 +797,12 @@ def check_queue_declare(
     name on a non-passive declare, existing or not). `owner` is the existing queue's exclusive
     owner and `connection` the declaring one, compared by identity.
     """
+    if server_named and not passive and is_stream(requested.arguments):
+        raise AMQPError(
+            ReplyCode.PRECONDITION_FAILED,
+            "Cannot declare a server-named queue for type rabbit_stream_queue",
+            method,
+        )
     if passive:
         if existing is None:
             raise not_found("queue", name, vhost, method)

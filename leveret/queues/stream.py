@@ -289,6 +289,7 @@ class StreamQueue(ClassicQueue):
             self._retention_timer = None
         self._readers.clear()
         super().delete()
+        self.deleted_message_count = 0
         return 0
 
     # --- retention ----------------------------------------------------------------------------

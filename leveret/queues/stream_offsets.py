@@ -80,7 +80,7 @@ def parse_offset(
         try:
             age = parse_max_age(text)
         except AgeUnparsable:
-            raise AMQPError(ReplyCode.INTERNAL_ERROR, "INTERNAL_ERROR", method) from None
+            raise AMQPError(ReplyCode.INTERNAL_ERROR, "", method) from None
         if age is None:
             raise AMQPError(
                 ReplyCode.PRECONDITION_FAILED,
@@ -94,4 +94,4 @@ def parse_offset(
     if isinstance(value, int) and not isinstance(value, bool):
         return OffsetSpec("offset", value)
     # Anything else (a boolean, a float, a table) makes RabbitMQ's stream reader crash.
-    raise AMQPError(ReplyCode.INTERNAL_ERROR, "INTERNAL_ERROR", method)
+    raise AMQPError(ReplyCode.INTERNAL_ERROR, "", method)

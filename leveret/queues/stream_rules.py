@@ -80,4 +80,4 @@ def not_supported(what: str, name: str, vhost: str, method: tuple[int, int]) -> 
 
 def recover_failed(method: tuple[int, int]) -> AMQPError:
     """basic.recover with stream deliveries outstanding: RabbitMQ's channel fails (541)."""
-    return AMQPError(ReplyCode.INTERNAL_ERROR, "INTERNAL_ERROR", method)
+    return AMQPError(ReplyCode.INTERNAL_ERROR, "", method)
