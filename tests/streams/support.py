@@ -15,7 +15,9 @@ STREAM = {"x-queue-type": "stream"}
 def declare_stream(ch: BlockingChannel, name: str, **arguments: Any) -> int:
     """Declare stream `name` (arguments given with '_' for '-'); its declare-ok message count."""
     extra = {"x-" + key.replace("_", "-"): value for key, value in arguments.items()}
-    return int(ch.queue_declare(name, durable=True, arguments={**STREAM, **extra}).method.message_count)
+    return int(
+        ch.queue_declare(name, durable=True, arguments={**STREAM, **extra}).method.message_count
+    )
 
 
 def publish(ch: BlockingChannel, queue: str, bodies: list[bytes], **properties: Any) -> None:

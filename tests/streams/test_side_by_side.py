@@ -15,7 +15,7 @@ from pika.adapters.blocking_connection import BlockingChannel
 
 from tests.streams.support import STREAM, declare_stream, publish, read, settle_quietly
 from tests.support.node import InProcessNode
-from tests.support.rabbitmq import RabbitNode, rabbitmq  # noqa: F401 - fixture
+from tests.support.rabbitmq import RabbitNode
 
 Action = Callable[[BlockingChannel], Any]
 
@@ -69,7 +69,9 @@ def _delete_then(name: str, then: Action) -> Action:
     return action
 
 
-def test_declare_refusals_and_accepted_arguments(rabbitmq: RabbitNode, leveret: InProcessNode) -> None:  # noqa: F811
+def test_declare_refusals_and_accepted_arguments(
+    rabbitmq: RabbitNode, leveret: InProcessNode
+) -> None:
     refused_arguments = {
         "x-max-priority": 3,
         "x-message-ttl": 10,
@@ -120,7 +122,7 @@ def test_declare_refusals_and_accepted_arguments(rabbitmq: RabbitNode, leveret: 
     both(rabbitmq, leveret, actions)
 
 
-def test_redeclare_equivalence(rabbitmq: RabbitNode, leveret: InProcessNode) -> None:  # noqa: F811
+def test_redeclare_equivalence(rabbitmq: RabbitNode, leveret: InProcessNode) -> None:
     name = "sbs-redeclare"
     both(
         rabbitmq,
@@ -133,9 +135,11 @@ def test_redeclare_equivalence(rabbitmq: RabbitNode, leveret: InProcessNode) -> 
             "more bytes": _declare(name, arguments={"x-max-age": "7D", "x-max-length-bytes": 100}),
             "non-durable": _declare(name, durable=False, arguments={"x-max-age": "7D"}),
             "no type": lambda ch: ch.queue_declare(name, durable=True).method.message_count,
-            "classic": lambda ch: ch.queue_declare(
-                name, durable=True, arguments={"x-queue-type": "classic", "x-max-age": "7D"}
-            ).method.message_count,
+            "classic": lambda ch: (
+                ch.queue_declare(
+                    name, durable=True, arguments={"x-queue-type": "classic", "x-max-age": "7D"}
+                ).method.message_count
+            ),
             "passive": lambda ch: ch.queue_declare(name, passive=True).method.message_count,
         },
     )
@@ -193,7 +197,7 @@ def _deliveries(name: str, offset: Any, prefetch: int = 10) -> Action:
     return action
 
 
-def test_offsets_and_deliveries(rabbitmq: RabbitNode, leveret: InProcessNode) -> None:  # noqa: F811
+def test_offsets_and_deliveries(rabbitmq: RabbitNode, leveret: InProcessNode) -> None:
     name = "sbs-offsets"
     actions: dict[str, Action] = {"fill": _filled(name, 5)}
     for offset in [
@@ -216,7 +220,7 @@ def test_offsets_and_deliveries(rabbitmq: RabbitNode, leveret: InProcessNode) ->
     both(rabbitmq, leveret, actions)
 
 
-def test_refused_consumers_and_operations(rabbitmq: RabbitNode, leveret: InProcessNode) -> None:  # noqa: F811
+def test_refused_consumers_and_operations(rabbitmq: RabbitNode, leveret: InProcessNode) -> None:
     name = "sbs-refusals"
 
     def consume(
@@ -264,10 +268,12 @@ def test_refused_consumers_and_operations(rabbitmq: RabbitNode, leveret: InProce
             "unreadable interval": consume("foo"),
             "boolean offset": consume(True),
             "exclusive": lambda ch: (
-                ch.basic_qos(prefetch_count=2),
-                ch.basic_consume(name, lambda *_: None, exclusive=True),
-            )
-            and "consuming",
+                (
+                    ch.basic_qos(prefetch_count=2),
+                    ch.basic_consume(name, lambda *_: None, exclusive=True),
+                )
+                and "consuming"
+            ),
             "get": lambda ch: ch.basic_get(name),
             "get no-ack": lambda ch: ch.basic_get(name, auto_ack=True),
             "purge": lambda ch: ch.queue_purge(name),
@@ -280,7 +286,7 @@ def test_refused_consumers_and_operations(rabbitmq: RabbitNode, leveret: InProce
     )
 
 
-def test_x_stream_offset_on_a_classic_queue(rabbitmq: RabbitNode, leveret: InProcessNode) -> None:  # noqa: F811
+def test_x_stream_offset_on_a_classic_queue(rabbitmq: RabbitNode, leveret: InProcessNode) -> None:
     def action(ch: BlockingChannel) -> str:
         ch.queue_declare("sbs-classic", durable=True)
         ch.basic_qos(prefetch_count=10)
@@ -290,7 +296,7 @@ def test_x_stream_offset_on_a_classic_queue(rabbitmq: RabbitNode, leveret: InPro
     both(rabbitmq, leveret, {"classic with x-stream-offset": action})
 
 
-def test_credit_comes_back_with_acks(rabbitmq: RabbitNode, leveret: InProcessNode) -> None:  # noqa: F811
+def test_credit_comes_back_with_acks(rabbitmq: RabbitNode, leveret: InProcessNode) -> None:
     name = "sbs-credit"
 
     def credit(ch: BlockingChannel) -> tuple[int, int]:
