@@ -253,22 +253,20 @@ class StreamQueue(ClassicQueue):
 
     def _deliver(self, consumer: Consumer, entry: QueueEntry) -> None:
         self.delivered_total += 1
-        self.unacked += 1
         consumer.in_flight += 1
         consumer.sink.deliver(consumer, self, entry)
 
     # --- settling: acks give credit back, nothing leaves the log ---------------------------
+    # `unacked` stays 0: as in RabbitMQ, a stream's messages are all ready, delivered or not.
 
     def settle(self, entry: QueueEntry) -> None:
-        self.unacked -= 1
         self.acked_total += 1
 
     def reject(self, entry: QueueEntry) -> None:
-        self.unacked -= 1
+        """Refused by the client's channel; only a link to another node may still pass here."""
 
     def requeue(self, entries: list[QueueEntry]) -> None:
         """A channel or link closed with these unacknowledged: they stay in the log."""
-        self.unacked -= len(entries)
         if not self.deleted:
             self.dispatch()
 

@@ -100,6 +100,10 @@ def test_prefetch_bounds_unacknowledged_deliveries(ch: BlockingChannel) -> None:
 def test_management_shows_the_stream(node: InProcessNode, ch: BlockingChannel) -> None:
     declare_stream(ch, "shown", max_age="7D", max_length_bytes=10_000_000)
     publish(ch, "shown", _bodies(4))
+    # Two deliveries held unacknowledged: a stream still counts all four as ready.
+    ch.basic_qos(prefetch_count=2)
+    ch.basic_consume("shown", lambda *_: None, arguments={"x-stream-offset": "first"})
+    settle_quietly(ch, 0.3)
     port = node.node.ports["mgmt"]
     request = urllib.request.Request(f"http://127.0.0.1:{port}/api/queues/%2F/shown")
     request.add_header("Authorization", "Basic " + b64encode(b"guest:guest").decode())
@@ -107,7 +111,12 @@ def test_management_shows_the_stream(node: InProcessNode, ch: BlockingChannel) -
         shown = json.loads(answer.read())
     assert shown["type"] == "stream"
     assert shown["durable"] is True
-    assert shown["messages"] == 4
+    assert shown["consumers"] == 1
+    assert (shown["messages"], shown["messages_ready"], shown["messages_unacknowledged"]) == (
+        4,
+        4,
+        0,
+    )
     assert shown["arguments"] == {
         "x-queue-type": "stream",
         "x-max-age": "7D",
