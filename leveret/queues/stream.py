@@ -7,7 +7,9 @@ group commit as durable queues. Retention deletes whole segments from the oldest
 
 A consumer is a reader with a position: messages come from the store a batch at a time, bounded
 by the consumer's prefetch (acks only give credit back), and a reader that has caught up gets
-each new message as it is appended, without reading it back.
+new messages as the group commit makes them durable, without reading them back. Consumers never
+see a message before it is on disk: after a crash, an offset a consumer saw is never given to
+another message.
 """
 
 from __future__ import annotations
@@ -84,6 +86,11 @@ class StreamQueue(ClassicQueue):
                 self._first_timestamps[span.segment_id] = first[0].timestamp
         self._writing_segment: int | None = spans[-1].segment_id if spans else None
         self._last_location: Location | None = None  # of the last message appended since boot
+        # Offsets below this one are durable: what consumers may have (what was recovered is).
+        self.committed = self.next_offset
+        # Appended and not yet durable, for the readers at the tail: (offset, message, where).
+        self._recent: deque[tuple[int, Message, Location]] = deque()
+        self._awaiting_durable = False
         self.retention = resolve_retention(arguments)
         self._retention_timer: Timer | None = None
         self._schedule_retention()
@@ -92,8 +99,8 @@ class StreamQueue(ClassicQueue):
 
     @property
     def message_count(self) -> int:
-        """Messages retained: RabbitMQ's committed offset + 1 - first offset."""
-        return self.next_offset - self.first_offset
+        """Messages retained and durable: RabbitMQ's committed offset + 1 - first offset."""
+        return max(0, self.committed - self.first_offset)
 
     @property
     def in_memory_count(self) -> int:
@@ -134,15 +141,41 @@ class StreamQueue(ClassicQueue):
             if self.retention.limited:
                 self.enforce_retention()
         if self._readers:
-            self._hand_to_tail(Message(message.exchange, message.routing_key, header, message.body))
+            appended = Message(message.exchange, message.routing_key, header, message.body)
+            self._recent.append((offset, appended, location))
+        if not self._awaiting_durable:
+            # Once per turn of the event loop: one callback covers every append of the turn.
+            self._awaiting_durable = True
+            if self._timers is not None:
+                self._timers.call_later(0, self._await_durable)
+            else:
+                self._await_durable()
 
-    def _hand_to_tail(self, message: Message) -> None:
-        """The message just appended, to readers waiting for exactly it: no read back."""
-        offset = self.next_offset - 1
+    def _await_durable(self) -> None:
+        self._awaiting_durable = False
+        if self.deleted:
+            return
+        upto = self.next_offset
+        self.store.call_when_durable(lambda error: self._made_durable(upto, error))
+
+    def _made_durable(self, upto: int, error: BaseException | None) -> None:
+        """Offsets below `upto` are on disk: the readers may have them. (After an error the
+        committer writes them again, and the next append waits for that.)"""
+        if error is not None or self.deleted or upto <= self.committed:
+            return
+        self.committed = upto
+        recent = self._recent
+        while recent and recent[0][0] < upto:
+            offset, message, location = recent.popleft()
+            self._hand_to_tail(offset, message, location)
+        self.dispatch()
+
+    def _hand_to_tail(self, offset: int, message: Message, location: Location) -> None:
+        """A message now durable, to the readers waiting for exactly it: no read back."""
         for consumer, reader in list(self._readers.items()):
             if reader.offset == offset and not reader.pending and consumer.has_capacity():
                 reader.offset = offset + 1
-                reader.cursor = self._last_location
+                reader.cursor = location
                 reader.located = True
                 self._deliver(consumer, QueueEntry(offset + 1, message))
 
@@ -177,7 +210,7 @@ class StreamQueue(ClassicQueue):
         if spec.kind == "first":
             return first
         if spec.kind == "last":
-            return following - 1 if following > first else following
+            return self.committed - 1 if self.committed > first else following
         if spec.kind == "offset":
             return min(max(spec.value, first), following)
         if spec.kind == "timestamp":
@@ -224,10 +257,11 @@ class StreamQueue(ClassicQueue):
             if pending:
                 self._deliver(consumer, pending.popleft())
                 continue
-            if reader.offset >= self.next_offset:
+            durable = self.committed - reader.offset
+            if durable <= 0:
                 return
             room = max(1, consumer.prefetch - consumer.in_flight) if consumer.prefetch else 1
-            if not self._read(reader, min(room, _READ_BATCH)):
+            if not self._read(reader, min(room, durable, _READ_BATCH)):
                 return
 
     def _read(self, reader: _Reader, limit: int) -> bool:

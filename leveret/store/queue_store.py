@@ -368,6 +368,14 @@ class QueueStore:
             previous = Location(segment.segment_id, offset, FRAME_OVERHEAD + len(payload))
         return previous
 
+    def call_when_durable(self, callback: DurableCallback) -> None:
+        """Calls back once everything appended so far is fsynced (at once without a committer,
+        whose caller syncs by itself)."""
+        if self._committer is None:
+            callback(None)
+        else:
+            self._committer.call_when_durable(callback)
+
     def drop_oldest_segment(self) -> SegmentSpan | None:
         """Deletes the oldest segment unless it is the one being written (stream retention)."""
         self._check_open()

@@ -3,16 +3,21 @@ choice of segments, and stream records in the store."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from leveret.amqp.fields import decode_table
 from leveret.amqp.properties import BasicProperties, decode_properties, encode_header_payload
+from leveret.message import Message
+from leveret.queues.consumer import Consumer
+from leveret.queues.entry import QueueEntry
+from leveret.queues.stream import StreamQueue
 from leveret.queues.stream_header import with_stream_offset
 from leveret.queues.stream_offsets import AgeUnparsable, parse_max_age
 from leveret.queues.stream_retention import Retention, resolve_retention, segments_to_drop
-from leveret.store import QueueStore, SegmentSpan
+from leveret.store import GroupCommitter, QueueStore, SegmentSpan
 
 
 def _header(**properties: object) -> bytes:
@@ -96,3 +101,63 @@ def test_stream_records_keep_their_time_and_are_found_by_seq(tmp_path: Path) -> 
     assert reopened.next_seq == 21
     assert reopened.read_messages(None, 1).messages[0].timestamp == 1000 + dropped.last_seq + 1
     reopened.close()
+
+
+class _Sink:
+    """A channel that takes every delivery and records its offset."""
+
+    def __init__(self) -> None:
+        self.offsets: list[int] = []
+        self.cancelled = False
+
+    def can_deliver(self) -> bool:
+        return True
+
+    def write_blocked(self) -> bool:
+        return False
+
+    def deliver(self, consumer: Consumer, queue: object, entry: QueueEntry) -> None:
+        self.offsets.append(decode_properties(entry.message.header).headers["x-stream-offset"])
+
+    def consumer_cancelled_by_node(self, consumer: Consumer) -> None:
+        self.cancelled = True
+
+
+def test_consumers_get_messages_only_once_they_are_on_disk(tmp_path: Path) -> None:
+    async def scenario() -> tuple[list[int], list[int]]:
+        committer = GroupCommitter()
+        store = QueueStore.open(str(tmp_path / "stream"), committer=committer)
+        stream = StreamQueue(
+            "s",
+            "/",
+            arguments={"x-queue-type": "stream"},
+            store=store,
+            timers=asyncio.get_running_loop(),
+        )
+        sink = _Sink()
+        consumer = Consumer(
+            "tag",
+            sink,
+            stream,
+            no_ack=False,
+            exclusive=False,
+            priority=0,
+            prefetch=100,
+            arguments={"x-stream-offset": "first"},
+        )
+        stream.add_consumer(consumer)
+        for number in range(5):
+            stream.deliver(Message("", "s", _header(), b"m%d" % number))
+        before = list(sink.offsets)
+        await committer.wait_durable()
+        for _ in range(3):  # the stream hears of the fsync on a later turn of the loop
+            await asyncio.sleep(0)
+        after = list(sink.offsets)
+        stream.delete()
+        assert sink.cancelled
+        await committer.close()
+        return before, after
+
+    before, after = asyncio.run(scenario())
+    assert before == []
+    assert after == [0, 1, 2, 3, 4]
