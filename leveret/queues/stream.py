@@ -14,13 +14,14 @@ another message.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..message import Message
-from ..store import QueueStore
+from ..store import QueueStore, StoreClosed
 from ..store.record import Location
 from .classic import ClassicQueue, Confirming, Timer, Timers
 from .consumer import Consumer
@@ -156,7 +157,9 @@ class StreamQueue(ClassicQueue):
         if self.deleted:
             return
         upto = self.next_offset
-        self.store.call_when_durable(lambda error: self._made_durable(upto, error))
+        # StoreClosed: the node is stopping, and closing the store syncs what was appended.
+        with contextlib.suppress(StoreClosed):
+            self.store.call_when_durable(lambda error: self._made_durable(upto, error))
 
     def _made_durable(self, upto: int, error: BaseException | None) -> None:
         """Offsets below `upto` are on disk: the readers may have them. (After an error the

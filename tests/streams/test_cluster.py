@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import time
+import urllib.error
 import urllib.parse
 from collections.abc import Iterator
 from typing import Any
@@ -140,3 +141,6 @@ def test_management_on_another_node_shows_the_stream(three: Cluster) -> None:
         assert shown["type"] == "stream"
         assert shown["arguments"] == {"x-queue-type": "stream", "x-max-age": "1D"}
         assert shown["messages"] == 2
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        three.nodes[C].http("DELETE", path + "/contents")
+    assert refused.value.code == 400
