@@ -10,7 +10,9 @@ import pika
 import pika.exceptions
 
 from leveret.testing import LeveretProcess
+from tests.cluster.processes import queue_visible, running_cluster
 from tests.streams.support import declare_stream, publish, read
+from tests.support.node import wait_for
 
 
 def _node(data_dir: Path) -> LeveretProcess:
@@ -76,3 +78,33 @@ def test_sigkill_loses_no_confirmed_message(tmp_path: Path) -> None:
             assert got[: len(confirmed)] == [(i, str(i).encode()) for i in confirmed]
     finally:
         node.cleanup()
+
+
+def test_sigkill_of_the_home_node_keeps_what_another_node_confirmed() -> None:
+    with running_cluster(3) as cluster:
+        a, b, c = (node.process for node in cluster.nodes)
+        assert a is not None and b is not None and c is not None
+        with pika.BlockingConnection(pika.URLParameters(a.url)) as conn:
+            declare_stream(conn.channel(), "homed-on-a")
+        for other in (b, c):
+            wait_for(lambda other=other: queue_visible(other.url, "homed-on-a"), 10, 0.02)
+        with pika.BlockingConnection(pika.URLParameters(b.url)) as conn:
+            ch = conn.channel()
+            ch.confirm_delivery()
+            publish(ch, "homed-on-a", [b"%d" % i for i in range(300)])
+            cluster.nodes[0].kill()  # at once: only the fsync stands behind those confirms
+        cluster.nodes[0].start(same_ports=True)
+        c_url = c.url
+        wait_for(lambda: _count_through(c_url, "homed-on-a") == 300, 30, 0.2)
+        with pika.BlockingConnection(pika.URLParameters(c_url)) as conn:
+            got = read(conn.channel(), "homed-on-a", "first", count=300, prefetch=300)
+        assert got == [(i, b"%d" % i) for i in range(300)]
+
+
+def _count_through(url: str, queue: str) -> int:
+    """The stream's count through a node, or -1 while its home node is still coming back."""
+    try:
+        with pika.BlockingConnection(pika.URLParameters(url)) as conn:
+            return int(conn.channel().queue_declare(queue, passive=True).method.message_count)
+    except pika.exceptions.AMQPError:
+        return -1
