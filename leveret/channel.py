@@ -15,6 +15,7 @@ from .amqp.errors import AMQPError, ReplyCode, access_refused, not_found, precon
 from .amqp.fields import argument_types
 from .amqp.frames import content_frames, deliver_frames, get_ok_frames, method_frame, shortstr
 from .confirms import Confirms
+from .consumer_timeout import DeliveryMarks
 from .declare_rules import FIELD_TYPE_NAMES
 from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, with_reply_address
 from .message import Message, check_properties, sender_selected
@@ -66,6 +67,7 @@ class Channel:
         self._tx_lost = False  # one of them was lost with the link to its home node
         self._tx_acks: list[tuple[str, int, bool, bool]] = []
         self.closed = False
+        self.delivery_marks = DeliveryMarks()  # for the consumer timeout's sweeps
         self._permitted: set[tuple[str, str, str]] = set()
         self.reply_consumer: tuple[str, str] | None = None  # (consumer tag, reply suffix)
         self._handlers: dict[type[m.Method], Callable[[Any], None]] = {
@@ -468,6 +470,15 @@ class Channel:
             )
         )
 
+    def oldest_unacked_age(self, now: float) -> float:
+        """How long the oldest unacknowledged delivery has surely waited (a timeout sweep)."""
+        oldest = next(iter(self.unacked), None)  # insertion order is delivery-tag order
+        return self.delivery_marks.oldest_age(self._next_delivery_tag, oldest, now)
+
+    def fail(self, error: AMQPError) -> None:
+        """Close this channel with `error`, as if a frame had caused it."""
+        self.session.fail_channel(self, error)
+
     def consumer_cancelled_by_node(self, consumer: Consumer) -> None:
         """The queue went away: tell a client that understands basic.cancel from the node."""
         if self.consumers.pop(consumer.tag, None) is None:
@@ -773,6 +784,8 @@ class Channel:
     def _confirm_ready(self) -> None:
         for ack, seq, multiple in self.confirms.settle():
             self.reply(m.BasicAck(seq, multiple) if ack else m.BasicNack(seq, False, False))
+        if self.session.paused_for_confirms:
+            self.session.confirms_sent()
 
     def awaiting_confirms(self) -> bool:
         """Whether publishes read on this channel wait for their basic.ack or basic.nack."""
@@ -864,6 +877,8 @@ class Channel:
         consumers, self.consumers = self.consumers, {}
         for consumer in consumers.values():
             consumer.queue.remove_consumer(consumer)
+        if self.session.paused_for_confirms:
+            self.session.confirms_sent()  # what this channel left unconfirmed counts no more
 
 
 def _done(_: object) -> None:

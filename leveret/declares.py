@@ -21,6 +21,7 @@ from .amqp import methods as m
 from .amqp.errors import AMQPError, ReplyCode, precondition_failed
 from .amqp.fields import argument_types
 from .exchanges.base import Binding
+from .limits import check_queue_limit
 from .metadata import Command, MetadataStore, MetadataUnavailable, Reply
 from .names import RUN_ID
 from .queues.remote import RemoteQueue, RequestKind
@@ -253,6 +254,7 @@ def queue_declare(channel: Channel, metadata: MetadataStore, method: m.QueueDecl
     if not check(*(known or (None, None))):
         declared()
         return
+    check_queue_limit(session.broker.registry.vhost_limits.get(vhost.name), vhost, name, method.ids)
     owner_tag = session.owner_tag if method.exclusive else None
     # An exclusive queue stays with its connection; others go where their locator says.
     home, run = (

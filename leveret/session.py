@@ -31,6 +31,13 @@ from .amqp.errors import AMQPError, ReplyCode, resource_locked
 from .amqp.frames import method_frame
 from .auth import MECHANISMS, SaslError, is_loopback, parse_response
 from .channel import Channel
+from .limits import (
+    limit_of,
+    user_channels_refused,
+    user_connections_refused,
+    vhost_connections_refused,
+)
+from .metadata import MetadataUnavailable
 from .metadata_commands import delete_queue as delete_queue_command
 from .names import RUN_ID
 
@@ -41,6 +48,24 @@ if TYPE_CHECKING:
     from .vhost import VirtualHost
 
 log = logging.getLogger(__name__)
+
+# Methods whose 404 may only mean that a name another node just declared has not reached this
+# node's model yet. RabbitMQ's metadata is synchronous (a declare-ok on one node means every node
+# knows the name), so before answering 404 a clustered node catches up with the cluster once and
+# tries again: one read barrier, paid only on a miss.
+_CATCH_UP_ON_MISS = frozenset(
+    {
+        m.QueueDeclare,
+        m.ExchangeDeclare,
+        m.BasicConsume,
+        m.BasicGet,
+        m.QueueBind,
+        m.QueueUnbind,
+        m.ExchangeBind,
+        m.ExchangeUnbind,
+        m.QueuePurge,
+    }
+)
 
 _session_numbers = itertools.count(1)
 
@@ -102,6 +127,8 @@ class Session:
         # Set while a channel method waits for the cluster to decide a definition change: the
         # connection's later frames wait too, so that each channel sees its methods in order.
         self._waiting = False
+        # Set while this publisher has too many publishes unconfirmed (the config's cap).
+        self.paused_for_confirms = False
         # How the cluster names this connection as the owner of its exclusive queues.
         self.owner_tag = f"{broker.config.node_name}/{RUN_ID}/{next(_session_numbers)}"
         self.closed = False
@@ -146,6 +173,27 @@ class Session:
         for channel in channels.values():
             if channel.confirming:
                 channel.flush_confirms()
+        cap = self.broker.config.max_unconfirmed_per_connection
+        if cap and not self.paused_for_confirms and self.unconfirmed() > cap:
+            # As RabbitMQ's credit flow: a publisher far ahead of its confirms is read no
+            # further, so that what it sent meanwhile does not pile up in this node's memory.
+            self.paused_for_confirms = True
+            self.transport.set_reading(False)
+
+    def unconfirmed(self) -> int:
+        """Publishes read on this connection in confirm mode and not yet confirmed."""
+        return sum(
+            ch.confirms.published - ch.confirms.settled
+            for ch in self.channels.values()
+            if ch.confirming
+        )
+
+    def confirms_sent(self) -> None:
+        """A channel sent confirms: read again once half of the cap is left unconfirmed."""
+        cap = self.broker.config.max_unconfirmed_per_connection
+        if self.paused_for_confirms and self.unconfirmed() <= cap // 2:
+            self.paused_for_confirms = False
+            self._resume_reading()
 
     def connection_lost(self) -> None:
         """The socket is gone: release channels and exclusive queues."""
@@ -212,7 +260,13 @@ class Session:
 
     def _resume_reading(self) -> None:
         """Read again unless something else still holds this connection back."""
-        if not (self._throttled_by or self.blocked or self._waiting or self.closed):
+        if not (
+            self._throttled_by
+            or self.blocked
+            or self._waiting
+            or self.paused_for_confirms
+            or self.closed
+        ):
             self.transport.set_reading(True)
 
     def set_alarm(self, reason: str | None) -> None:
@@ -300,6 +354,11 @@ class Session:
             return
         kind = type(method)
         if kind is m.ChannelOpen:
+            try:
+                self._check_channel_limit(method.ids)
+            except AMQPError as error:
+                self._connection_error(error, False)
+                return
             self.channels[number] = Channel(self, number)
             self.write(method_frame(number, m.ChannelOpenOk()))
             return
@@ -315,7 +374,23 @@ class Session:
         try:
             channel.handle_method(method)
         except AMQPError as error:
+            if (
+                error.code == ReplyCode.NOT_FOUND
+                and kind in _CATCH_UP_ON_MISS
+                and self.broker.metadata.may_lag
+            ):
+                self.wait_then(
+                    channel, self._caught_up(error), lambda _: channel.handle_method(method)
+                )
+                return
             self._handle_error(number, error)
+
+    async def _caught_up(self, miss: AMQPError) -> None:
+        """This node's model has every change decided before the miss (or the miss stands)."""
+        try:
+            await self.broker.metadata.catch_up()
+        except MetadataUnavailable:
+            raise miss from None
 
     def _handle_error(self, number: int, error: AMQPError) -> None:
         """The one mapper: soft errors close the channel, hard errors the connection."""
@@ -440,6 +515,7 @@ class Session:
             raise AMQPError(
                 ReplyCode.NOT_ALLOWED, f"vhost {method.virtual_host} not found", method.ids
             )
+        self._check_connection_limits(vhost.name, method.ids)
         if not self.broker.may_access_vhost(self.username, vhost.name):
             raise AMQPError(
                 ReplyCode.NOT_ALLOWED,
@@ -450,6 +526,24 @@ class Session:
         self.phase = "running"
         self.write(method_frame(0, m.ConnectionOpenOk()))
         self.broker.session_opened(self)
+
+    def _check_connection_limits(self, vhost: str, method: tuple[int, int]) -> None:
+        """RabbitMQ's max-connections of the vhost, then of the user (this node's connections)."""
+        registry, sessions = self.broker.registry, self.broker.sessions
+        limit = limit_of(registry.vhost_limits.get(vhost), "max-connections")
+        if limit is not None and sum(1 for s in sessions if s.vhost.name == vhost) >= limit:
+            raise vhost_connections_refused(vhost, self.username, limit, method)
+        limit = limit_of(registry.user_limits.get(self.username), "max-connections")
+        if limit is not None and sum(1 for s in sessions if s.username == self.username) >= limit:
+            raise user_connections_refused(self.username, limit, method)
+
+    def _check_channel_limit(self, method: tuple[int, int]) -> None:
+        limit = limit_of(self.broker.registry.user_limits.get(self.username), "max-channels")
+        if limit is None:
+            return
+        opened = sum(len(s.channels) for s in self.broker.sessions if s.username == self.username)
+        if opened >= limit:
+            raise user_channels_refused(self.username, limit, method)
 
     def close_for_shutdown(self) -> None:
         """The node is stopping: tell the client, as RabbitMQ does, with 320."""

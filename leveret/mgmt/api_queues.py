@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +23,12 @@ from .context import (
 )
 from .errors import ApiError, bad_request, from_amqp, not_authorised
 from .exchange_view import binding_json
+from .history import SampleRange, add_asked_samples
 from .listing import list_response, select_columns
 from .message_view import message_json
 from .queue_view import queue_basic_json, queue_json
 from .remote_queue_view import remote_queue_json
+from .state import queue_key
 
 if TYPE_CHECKING:
     from ..queues.classic import ClassicQueue
@@ -132,7 +135,25 @@ def show(ctx: Context) -> Reply | Awaitable[Reply]:
     queue = _queue(ctx)
     figure = ctx.state.figure(queue)
     shown = queue_json(queue, figure, ctx.state, ctx.broker.config.node_name, detailed=True)
+    _add_samples(ctx, queue, shown)
     return ok(select_columns(shown, ctx.query.get("columns")))
+
+
+def _add_samples(ctx: Context, queue: ClassicQueue, shown: dict[str, Any]) -> None:
+    """The samples a chart asked for; asking starts (or prolongs) the queue's history."""
+    if not any(SampleRange.from_query(ctx.query, p) for p in ("msg_rates", "lengths")):
+        return
+    key = queue_key(queue)
+    ctx.state.history.watch(key, time.monotonic())
+    stats = shown.get("message_stats")
+    add_asked_samples(
+        ctx.state.history,
+        key,
+        ctx.query,
+        stats if isinstance(stats, dict) else None,
+        shown,
+        time.time(),
+    )
 
 
 def declare(ctx: Context) -> Reply | Awaitable[Reply]:

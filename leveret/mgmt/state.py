@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .figures import QueueFigures, QueueReader, total
+from .history import History
 from .rates import SAMPLE_INTERVAL_SECONDS, RateTable
 from .system import system_figures
 
@@ -89,6 +90,7 @@ class ManagementState:
         self.registry = broker.registry  # policies and parameters live in the core
         self.reader = QueueReader()
         self.rates = RateTable()
+        self.history = History(always=[NODE_KEY])  # the figures behind the UI's charts
         self.churn = Churn()
         self.http_auth = AuthCounts()
         # Who declared an exchange or queue through the API: (kind, vhost, name) -> user.
@@ -142,11 +144,14 @@ class ManagementState:
             if self.rates.changed(key, sampled) or key not in self.last_active:
                 self.last_active[key] = wall
             self.rates.observe(key, now, sampled)
+            self.history.record(key, wall, sampled)
             by_vhost.setdefault(queue.vhost, []).append(figure)
         for name, items in by_vhost.items():
             keys.add(vhost_key(name))
             self.rates.observe(vhost_key(name), now, _sampled(total(items)))
-        self.rates.observe(NODE_KEY, now, _sampled(total(figures.values())))
+        node_sampled = _sampled(total(figures.values()))
+        self.rates.observe(NODE_KEY, now, node_sampled)
+        self.history.record(NODE_KEY, wall, node_sampled)
         churn = self.churn
         self.rates.observe(
             CHURN_KEY,
@@ -174,6 +179,7 @@ class ManagementState:
         )
         keys.update((CHURN_KEY, SYSTEM_KEY))
         self.rates.retain(keys)
+        self.history.retain(now, keys)
         for key in [key for key in self.last_active if key not in keys]:
             del self.last_active[key]
 

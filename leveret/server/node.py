@@ -13,11 +13,14 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from ..broker import Broker
-from ..config import Config
+from ..config import Config, HttpsListener
+from ..consumer_timeout import ConsumerTimeoutSweep
 from ..mgmt import DefinitionsFileError, load_definitions, read_definitions, start_management
 from ..persistence import MessageStores
 from ..store import DiskMonitor
 from ..sysexits import EX_CANTCREAT, EX_CONFIG, EX_UNAVAILABLE
+from ..tls import CertificateReloader, TLSConfigError, server_context
+from .collector import settle_after_start
 from .data_dir_lock import DataDirInUse, DataDirLock
 from .drain import DrainReport, drain
 from .memory_monitor import MemoryMonitor, total_memory
@@ -101,6 +104,7 @@ class Node:
         self.ports: dict[str, int] = {}
         self._servers: list[asyncio.Server] = []
         self._monitor: MemoryMonitor | None = None
+        self._ack_timeout: ConsumerTimeoutSweep | None = None
         self._disk_task: asyncio.Task[None] | None = None
         self._definitions_task: asyncio.Task[None] | None = None
         self.cluster: Clustering | None = None
@@ -108,6 +112,9 @@ class Node:
         self.federation: Federation | None = None
         self.started = False  # every listener is up and the node is in its cluster
         self._amqp_server: asyncio.Server | None = None
+        # Reloads the listeners' certificates on SIGHUP or when their files change.
+        self.certificates = CertificateReloader()
+        self._certificates_started = False
 
     async def start(self) -> None:
         """Join or form the cluster, whose replicated store gives this node its definitions
@@ -137,14 +144,7 @@ class Node:
         )
         self.ports["amqp"] = amqp.sockets[0].getsockname()[1]
         self._amqp_server = amqp
-        mgmt = await self._listen(
-            "the management API",
-            config.mgmt_port,
-            start_management(
-                self.broker, config.bind, config.mgmt_port, listeners=self.ports, node=self
-            ),
-        )
-        self.ports["mgmt"] = mgmt.sockets[0].getsockname()[1]
+        await self._start_http()
         if config.load_definitions:
             try:
                 document = read_definitions(config.load_definitions)
@@ -158,6 +158,11 @@ class Node:
         limit = config.memory_limit(total)
         self._monitor = MemoryMonitor(self.broker, limit)
         self._monitor.start()
+        self._ack_timeout = ConsumerTimeoutSweep(
+            config.consumer_timeout,
+            lambda: (ch for s in self.broker.sessions for ch in s.channels.values()),
+        )
+        self._ack_timeout.start()
         # As RabbitMQ does, say which memory alarm is in force: a limit above the machine's
         # memory, or one below what a node needs, is a mistake the operator should see.
         log.info(
@@ -174,6 +179,7 @@ class Node:
             await self.federation.start()
         if config.ports_file:
             _write_atomically(Path(config.ports_file), json.dumps(self.ports))
+        settle_after_start()
         self.started = True
 
     @property
@@ -189,6 +195,64 @@ class Node:
                 await cluster.hand_over_leadership()
 
         return await drain(self.broker, amqp.close if amqp else lambda: None, hand_over, timeout)
+
+    async def _start_http(self) -> None:
+        """The management API over HTTP, and HTTPS when configured; /metrics also on ports of
+        its own when configured. HTTPS first: with `only`, the plain port names it."""
+        config = self.config
+        management, prometheus = config.management_ssl, config.prometheus_ssl
+        await self._start_http_listener("mgmt_https", management, metrics_only=False)
+        only = management is not None and management.only
+        await self._start_http_listener(
+            "mgmt", None, metrics_only=False, https_port=self.ports["mgmt_https"] if only else None
+        )
+        await self._start_http_listener("prometheus_https", prometheus, metrics_only=True)
+        if config.prometheus_tcp_port is not None:
+            await self._start_http_listener("prometheus", None, metrics_only=True)
+        if self._certificates_started:
+            self.certificates.start()
+
+    async def _start_http_listener(
+        self,
+        name: str,
+        https: HttpsListener | None,
+        *,
+        metrics_only: bool,
+        https_port: int | None = None,
+    ) -> None:
+        config = self.config
+        port: int | None
+        if name.endswith("_https"):
+            if https is None:
+                return
+            port = https.port
+            try:
+                tls = server_context(https.tls)
+            except TLSConfigError as error:
+                raise StartupError(EX_CONFIG, str(error)) from None
+            self.certificates.register_context(name, tls, https.tls)
+            self._certificates_started = True
+        else:
+            port = config.prometheus_tcp_port if metrics_only else config.mgmt_port
+            tls = None
+        assert port is not None
+        what = "Prometheus metrics" if metrics_only else "the management API"
+        server = await self._listen(
+            what + (" (HTTPS)" if tls else ""),
+            port,
+            start_management(
+                self.broker,
+                config.bind,
+                port,
+                listeners=self.ports,
+                node=self,
+                tls=tls,
+                name=name,
+                metrics_only=metrics_only,
+                https_port=https_port,
+            ),
+        )
+        self.ports[name] = server.sockets[0].getsockname()[1]
 
     async def _listen(self, what: str, port: int, starting: Awaitable[Any]) -> asyncio.Server:
         try:
@@ -209,6 +273,9 @@ class Node:
             await self.cluster.stop()
         if self._monitor is not None:
             self._monitor.stop()
+        if self._ack_timeout is not None:
+            self._ack_timeout.stop()
+        self.certificates.stop()
         for task in (self._disk_task, self._definitions_task):
             if task is not None:
                 task.cancel()
