@@ -218,7 +218,11 @@ class HomeSession:
             arguments=arguments,
         )
         self._consumers[subscribe.consumer] = consumer
-        queue.add_consumer(consumer)
+        try:
+            queue.add_consumer(consumer)  # a stream refuses an x-stream-offset it cannot read
+        except AMQPError as error:
+            del self._consumers[subscribe.consumer]
+            answer.code, answer.text = error.code, error.text
 
     def _grant(self, consumer_id: int, credit: int) -> None:
         consumer = self._consumers.get(consumer_id)
