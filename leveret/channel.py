@@ -21,7 +21,7 @@ from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, with_reply_address
 from .message import Message, check_properties, sender_selected
 from .metadata import MetadataStore
 from .names import consumer_tag as new_consumer_tag
-from .queues import queue_type
+from .queues import queue_type, stream_rules
 from .queues.classic import ClassicQueue
 from .queues.consumer import Consumer
 from .queues.entry import QueueEntry
@@ -297,6 +297,8 @@ class Channel:
     def _queue_purge(self, method: m.QueuePurge) -> None:
         queue = self._client(self._queue_name(method.queue, method), method)
         self._check("read", "queue", queue.name, method)
+        if queue.stream:
+            raise stream_rules.not_supported("queue.purge", queue.name, self.vhost.name, method.ids)
 
         def purged(count: int) -> None:
             if not method.no_wait:
@@ -312,6 +314,8 @@ class Channel:
     def check_deletable(self, queue: ClassicQueue, method: m.QueueDelete) -> None:
         """This connection may delete `queue`, and its if-unused / if-empty conditions hold."""
         self.session.check_exclusive_access(queue, method.ids)
+        if queue.stream:
+            return  # RabbitMQ deletes a stream whatever if-unused and if-empty say
         where = f"queue '{queue.name}' in vhost '{self.vhost.name}'"
         if method.if_unused and queue.consumer_count:
             raise precondition_failed(f"{where} in use", method.ids)
@@ -345,6 +349,20 @@ class Channel:
             return
         queue = self._client(self._queue_name(method.queue, method), method)
         self._check("read", "queue", queue.name, method)
+        if queue.stream:
+            stream_rules.check_consume(
+                queue.name,
+                self.vhost.name,
+                method.arguments,
+                no_ack=method.no_ack,
+                prefetch=self.consumer_prefetch,
+                global_prefetch=self.channel_prefetch,
+                method=method.ids,
+            )
+        else:
+            stream_rules.check_classic_consume(
+                queue.name, self.vhost.name, method.arguments, method.ids
+            )
         queue.check_consume(method.exclusive)
         priority = self._consumer_priority(queue.name, method)
         # A home node holds no more unacknowledged deliveries than this channel allows.
@@ -471,6 +489,8 @@ class Channel:
     def _basic_get(self, method: m.BasicGet) -> None:
         queue = self._client(self._queue_name(method.queue, method), method)
         self._check("read", "queue", queue.name, method)
+        if queue.stream:
+            raise stream_rules.not_supported("basic.get", queue.name, self.vhost.name, method.ids)
 
         def got(settles: Settles, entry: QueueEntry | None, message_count: int) -> None:
             if entry is None:
@@ -539,16 +559,25 @@ class Channel:
             self._check_tag(method.delivery_tag, method.multiple, method)
             self._tx_acks.append(("nack", method.delivery_tag, method.multiple, method.requeue))
             return
-        self._reject(
-            self._take_unacked(method.delivery_tag, method.multiple, method), method.requeue
-        )
+        records = self._take_unacked(method.delivery_tag, method.multiple, method)
+        self._refuse_stream_rejects(records, method)
+        self._reject(records, method.requeue)
 
     def _basic_reject(self, method: m.BasicReject) -> None:
         if self.transactional:
             self._check_tag(method.delivery_tag, False, method)
             self._tx_acks.append(("nack", method.delivery_tag, False, method.requeue))
             return
-        self._reject(self._take_unacked(method.delivery_tag, False, method), method.requeue)
+        records = self._take_unacked(method.delivery_tag, False, method)
+        self._refuse_stream_rejects(records, method)
+        self._reject(records, method.requeue)
+
+    def _refuse_stream_rejects(self, records: list[Unacked], method: m.Method) -> None:
+        for queue, _, _ in records:
+            if queue.stream:
+                raise stream_rules.not_supported(
+                    "basic.nack and basic.reject", queue.name, queue.vhost, method.ids
+                )
 
     def _check_tag(self, tag: int, multiple: bool, method: m.Method) -> None:
         if (tag or not multiple) and tag not in self.unacked:
@@ -614,6 +643,8 @@ class Channel:
         if not method.requeue:
             raise AMQPError(ReplyCode.NOT_IMPLEMENTED, "requeue=false", method.ids)
         records = list(self.unacked.values())
+        if any(queue.stream for queue, _, _ in records):
+            raise stream_rules.recover_failed(method.ids)
         self.unacked.clear()
         self._requeue(records)
 

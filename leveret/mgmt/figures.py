@@ -131,8 +131,10 @@ class QueueReader:
         for session in list(broker.sessions):
             for channel in list(session.channels.values()):
                 for queue, entry, _consumer in channel.unacked.values():
-                    if not isinstance(queue, ClassicQueue):
-                        continue  # a remote queue's home node counts its unacknowledged ones
+                    if not isinstance(queue, ClassicQueue) or queue.stream:
+                        # A remote queue's home node counts its unacknowledged ones; a stream
+                        # counts every message it keeps as ready (as RabbitMQ's).
+                        continue
                     record = held.get(queue)
                     if record is None:
                         record = held[queue] = _Held()
