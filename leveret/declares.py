@@ -10,8 +10,10 @@ RabbitMQ's for a metadata store timeout: 541 INTERNAL_ERROR, which closes the co
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import declare_rules as rules
@@ -52,6 +54,33 @@ async def _decide(
     return reply
 
 
+async def _barrier(metadata: MetadataStore, timeout_text: str, method: tuple[int, int]) -> None:
+    try:
+        await metadata.catch_up()
+    except MetadataUnavailable as error:
+        log.warning("%s: %s", timeout_text, error)
+        raise AMQPError(ReplyCode.INTERNAL_ERROR, timeout_text, method, hard=True) from None
+
+
+def when_current(
+    channel: Channel,
+    metadata: MetadataStore,
+    again: Callable[[], None],
+    timeout_text: str,
+    method: tuple[int, int],
+) -> None:
+    """Run `again` (the same method, this time answered from this node's view) once the view is
+    known current. A node back from a pause, a restart or a partition may not yet have applied
+    what other nodes' clients were already told (a queue deleted, made or bound); an answer from
+    that view ("exists", "no queue", "inequivalent arg") would contradict them, as the fault
+    harness's linearizability check showed. Without a majority the method fails as a change
+    does: 541, with its timeout text. A lone node's view is always current."""
+    if not metadata.may_lag:
+        again()
+        return
+    channel.session.wait_then(channel, _barrier(metadata, timeout_text, method), lambda _: again())
+
+
 def _reply_unless(channel: Channel, no_wait: bool, method: m.Method) -> None:
     if not no_wait:
         channel.reply(method)
@@ -66,9 +95,17 @@ def _answer(channel: Channel, ok: m.Method | None) -> None:
 # --- exchanges ----------------------------------------------------------------------------------
 
 
-def exchange_declare(channel: Channel, metadata: MetadataStore, method: m.ExchangeDeclare) -> None:
+def exchange_declare(
+    channel: Channel, metadata: MetadataStore, method: m.ExchangeDeclare, *, current: bool = False
+) -> None:
     vhost = channel.vhost
     name = rules.strip_cr_lf(method.exchange)
+    described = rules.describe("exchange", name, vhost.name)
+    text = f"failed to declare {described} because the operation timed out"
+    if name in vhost.exchanges and not current:
+        again = functools.partial(exchange_declare, channel, metadata, method, current=True)
+        when_current(channel, metadata, again, text, method.ids)
+        return
     requested = vhost.check_exchange_declare(
         name,
         method.type,
@@ -84,8 +121,6 @@ def exchange_declare(channel: Channel, metadata: MetadataStore, method: m.Exchan
         return
 
     async def decide() -> None:
-        described = rules.describe("exchange", name, vhost.name)
-        text = f"failed to declare {described} because the operation timed out"
         reply = await _decide(
             metadata, commands.declare_exchange(vhost.name, name, requested), text, method.ids
         )
@@ -98,10 +133,17 @@ def exchange_declare(channel: Channel, metadata: MetadataStore, method: m.Exchan
     )
 
 
-def exchange_delete(channel: Channel, metadata: MetadataStore, method: m.ExchangeDelete) -> None:
+def exchange_delete(
+    channel: Channel, metadata: MetadataStore, method: m.ExchangeDelete, *, current: bool = False
+) -> None:
     vhost = channel.vhost
     name = rules.strip_cr_lf(method.exchange)
     exchange = vhost.exchanges.get(name)
+    text = f"failed to delete {rules.describe('exchange', name, vhost.name)} due to a timeout"
+    if exchange is None and not current:
+        again = functools.partial(exchange_delete, channel, metadata, method, current=True)
+        when_current(channel, metadata, again, text, method.ids)
+        return
     # Refuses the default and "amq." exchanges; a missing exchange is deleted already.
     rules.check_exchange_delete(
         name,
@@ -116,7 +158,6 @@ def exchange_delete(channel: Channel, metadata: MetadataStore, method: m.Exchang
         return
 
     async def decide() -> None:
-        text = f"failed to delete {rules.describe('exchange', name, vhost.name)} due to a timeout"
         reply = await _decide(
             metadata, commands.delete_exchange(vhost.name, name, method.if_unused), text, method.ids
         )
@@ -143,10 +184,13 @@ def bind(
     arguments: dict[str, Any],
     method: m.Method,
     ok: m.Method | None,
+    *,
+    current: bool = False,
 ) -> None:
     """Add a binding (`ok` is the reply to send, None for no-wait)."""
     vhost = channel.vhost
     ids = method.ids
+    text = "Could not add binding due to timeout"
 
     def check(source_exists: bool, destination_exists: bool) -> None:
         rules.check_bind(
@@ -159,9 +203,21 @@ def bind(
             method=ids,
         )
 
-    check(source in vhost.exchanges, vhost.has_destination(kind, destination))
-    exchange = vhost.exchanges[source]
+    source_exists = source in vhost.exchanges
+    destination_exists = vhost.has_destination(kind, destination)
     binding = Binding.of(source, destination, kind, routing_key, arguments)  # type: ignore[arg-type]
+    answered_here = not (source_exists and destination_exists) or vhost.exchanges[
+        source
+    ].has_binding(binding)
+    if answered_here and not current:
+        again = functools.partial(
+            bind, channel, metadata, source, destination, kind, routing_key, arguments, method, ok,
+            current=True,
+        )  # fmt: skip
+        when_current(channel, metadata, again, text, ids)
+        return
+    check(source_exists, destination_exists)
+    exchange = vhost.exchanges[source]
     exchange.validate_binding(binding, ids)
     if exchange.has_binding(binding):
         _answer(channel, ok)
@@ -171,7 +227,7 @@ def bind(
         reply = await _decide(
             metadata,
             commands.bind(vhost.name, binding),
-            "Could not add binding due to timeout",
+            text,
             ids,
         )
         if reply["status"] == "not_found":
@@ -190,24 +246,36 @@ def unbind(
     arguments: dict[str, Any],
     method: m.Method,
     ok: m.Method | None,
+    *,
+    current: bool = False,
 ) -> None:
     """Remove a binding; removing a missing one succeeds, as in RabbitMQ."""
     vhost = channel.vhost
+    text = "Could not remove binding due to timeout"
     rules.check_unbind(source, destination, kind, method.ids)
     binding = Binding.of(source, destination, kind, routing_key, arguments)  # type: ignore[arg-type]
     exchange = vhost.exchanges.get(source)
     if exchange is None or not exchange.has_binding(binding):
+        if not current:
+            again = functools.partial(
+                unbind, channel, metadata, source, destination, kind, routing_key, arguments,
+                method, ok, current=True,
+            )  # fmt: skip
+            when_current(channel, metadata, again, text, method.ids)
+            return
         _answer(channel, ok)
         return
     command = commands.unbind(vhost.name, binding)
-    pending = _decide(metadata, command, "Could not remove binding due to timeout", method.ids)
+    pending = _decide(metadata, command, text, method.ids)
     channel.session.wait_then(channel, pending, lambda _: _answer(channel, ok))
 
 
 # --- queues -------------------------------------------------------------------------------------
 
 
-def queue_declare(channel: Channel, metadata: MetadataStore, method: m.QueueDeclare) -> None:
+def queue_declare(
+    channel: Channel, metadata: MetadataStore, method: m.QueueDeclare, *, current: bool = False
+) -> None:
     """A non-passive queue.declare: the queue's home is this node when it is created."""
     session, vhost = channel.session, channel.vhost
     name = rules.strip_cr_lf(method.queue)
@@ -250,7 +318,15 @@ def queue_declare(channel: Channel, metadata: MetadataStore, method: m.QueueDecl
             counts = (queue.message_count, queue.consumer_count) if queue is not None else (0, 0)
             channel.reply(m.QueueDeclareOk(name, *counts))
 
+    timeout_text = (
+        f"Could not declare {rules.describe('queue', name, vhost.name)} on node "
+        f"'{metadata.node_name}' because the metadata store operation timed out"
+    )
     known = vhost.known_queue(name)
+    if known is not None and not current:
+        again = functools.partial(queue_declare, channel, metadata, method, current=True)
+        when_current(channel, metadata, again, timeout_text, method.ids)
+        return
     if not check(*(known or (None, None))):
         declared()
         return
@@ -265,11 +341,7 @@ def queue_declare(channel: Channel, metadata: MetadataStore, method: m.QueueDecl
     command = commands.declare_queue(vhost.name, name, requested.as_stored(), owner_tag, home, run)
 
     async def decide() -> None:
-        text = (
-            f"Could not declare {rules.describe('queue', name, vhost.name)} on node "
-            f"'{metadata.node_name}' because the metadata store operation timed out"
-        )
-        reply = await _decide(metadata, command, text, method.ids)
+        reply = await _decide(metadata, command, timeout_text, method.ids)
         if reply["status"] != "created":
             record = commands.replied_queue(reply)
             owner = record.exclusive_owner
@@ -309,12 +381,27 @@ def _place(
 
 
 def queue_delete(
-    channel: Channel, metadata: MetadataStore, name: str, method: m.QueueDelete
+    channel: Channel,
+    metadata: MetadataStore,
+    name: str,
+    method: m.QueueDelete,
+    *,
+    current: bool = False,
 ) -> None:
     session, vhost = channel.session, channel.vhost
     queue = vhost.queues.get(name)
     remote = vhost.remote_queues.get(name)
+    text = "The operation to delete the queue from the metadata store timed out"
+    if queue is None and not current:
+        # A remote queue's answers (its home node down, if-unused) come from this view as well.
+        again = functools.partial(queue_delete, channel, metadata, name, method, current=True)
+        when_current(channel, metadata, again, text, method.ids)
+        return
     if queue is None and remote is None:
+        if not current:
+            again = functools.partial(queue_delete, channel, metadata, name, method, current=True)
+            when_current(channel, metadata, again, text, method.ids)
+            return
         # Deleting a missing queue succeeds, as in RabbitMQ.
         _reply_unless(channel, method.no_wait, m.QueueDeleteOk(0))
         return
@@ -324,7 +411,6 @@ def queue_delete(
     assert queue is not None
     channel.check_deletable(queue, method)
     owner_tag = session.owner_tag if queue.exclusive_owner is session else None
-    text = "The operation to delete the queue from the metadata store timed out"
     pending = _decide(
         metadata, commands.delete_queue(vhost.name, name, owner_tag), text, method.ids
     )
