@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType
 
-from cluster.metadata.linearizability import CheckResult, check_history
+from cluster.metadata.linearizability import CheckResult, Operation, check_history
 from tests.faults.metadata import AmqpQueueModel, MetadataClients
 from tests.faults.nemesis import NEMESES
 from tests.faults.netlab import NetLab
@@ -34,6 +34,7 @@ class Report:
     metadata: CheckResult | None = None
     metadata_operations: int = 0
     metadata_unknown: int = 0
+    refusals: dict[str, int] = field(default_factory=dict)
     netem: bool = False
 
     @property
@@ -51,12 +52,28 @@ class Report:
         if self.verdict is not None:
             lines.append(f"  total queue: {self.verdict.summary()}")
         if self.metadata is not None:
-            state = "linearizable" if self.metadata.ok else f"NOT linearizable ({self.metadata.key})"
+            key = self.metadata.key
+            state = "linearizable" if self.metadata.ok else f"NOT linearizable ({key})"
             lines.append(
                 f"  metadata: {self.metadata_operations} operations "
                 f"({self.metadata_unknown} with unknown outcome): {state}"
             )
+            lines += [f"    {count} x {text}" for text, count in sorted(self.refusals.items())]
+            if not self.metadata.ok:
+                lines += _history_lines(self.metadata.operations)
         return "\n".join(lines)
+
+
+def _history_lines(operations: Sequence[Operation]) -> list[str]:
+    """A failing key's history, in invocation order, times relative to its first operation."""
+    start = min(op.invoked_at for op in operations)
+    lines = []
+    for op in sorted(operations, key=lambda op: op.invoked_at):
+        returned = "?" if op.returned_at is None else f"{op.returned_at - start:8.3f}"
+        lines.append(
+            f"    {op.client} {op.invoked_at - start:8.3f} .. {returned} {op.input} -> {op.output}"
+        )
+    return lines
 
 
 @contextmanager
@@ -141,6 +158,7 @@ def run(
                 raise
             report.metadata_operations = len(metadata.history)
             report.metadata_unknown = sum(1 for op in metadata.history if not op.known)
+            report.refusals = dict(metadata.refusals)
             report.metadata = check_history(metadata.history, AmqpQueueModel())
         except BaseException:
             if cluster is not None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import time
+from collections import Counter
 from typing import Any
 
 import aio_pika
@@ -72,6 +74,14 @@ def _refusal(error: BaseException) -> str | None:
     return None
 
 
+def _reply_text(error: BaseException) -> str:
+    """The reply text with the queue's name and the node's address left out, so that the
+    same refusal counts once."""
+    text = str(error.args[-1] if error.args else error)
+    text = re.sub(r"'meta-r\d+-\d+'", "'Q'", text)
+    return re.sub(r"@[\d.]+", "", text)
+
+
 class MetadataClients:
     """One client per node, each keeping one operation in flight on a few queue names; names
     change every round, so that each name's history stays short for the checker."""
@@ -83,6 +93,8 @@ class MetadataClients:
         self.round = 0
         self.history: list[Operation] = []
         self.refused = 0
+        # Every refusal's reply text, counted: what the clients of each side were told.
+        self.refusals: Counter[str] = Counter()
         self._running = True
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -146,6 +158,7 @@ class MetadataClients:
         except (aio_pika.exceptions.ChannelClosed, aiormq.exceptions.ChannelClosed) as error:
             outcome = _refusal(error)
             returned = time.monotonic()
+            self.refusals[f"{op_input[0]}: {_reply_text(error)}"] += 1
             if outcome is None:
                 # 541 (no majority within the timeout) and the like: it may still take effect.
                 self.refused += 1

@@ -8,6 +8,7 @@ node-to-node packets: the root namespace, where the clients are, still reaches e
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
@@ -73,10 +74,8 @@ def sweep_stale() -> list[str]:
         if match and not _alive(int(match.group(1))):
             # The nodes a dead run started in that namespace go with it.
             for pid in run("ip", "netns", "pids", name, check=False).stdout.split():
-                try:
+                with contextlib.suppress(ProcessLookupError, ValueError):
                     os.kill(int(pid), 9)
-                except (ProcessLookupError, ValueError):
-                    pass
             run("ip", "netns", "del", name, check=False)
             removed.append(name)
     for line in run("ip", "-o", "link", "show", check=False).stdout.splitlines():
@@ -167,7 +166,7 @@ class NetLab:
             comment = ["-m", "comment", "--comment", tag]
             if run(tool, "-I", *rule, *comment, check=False).returncode == 0:
                 self._undo.append(
-                    lambda tool=tool, rule=rule: run(tool, "-D", *rule, *comment, check=False)
+                    lambda tool=tool, rule=rule + comment: run(tool, "-D", *rule, check=False)
                 )
 
     def _make_node(self, index: int) -> None:

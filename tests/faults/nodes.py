@@ -81,7 +81,8 @@ class LabNode:
                 stderr=subprocess.STDOUT,
                 cwd=REPO,
                 env=env,
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 (no threads are started before)
+                # Started from the harness's main thread: the parent the signal follows.
+                preexec_fn=_die_with_parent,
             )
         self.paused = False
 
@@ -114,9 +115,7 @@ class LabNode:
         self.paused = False
 
     def http(self, method: str, path: str, timeout: float = 3.0) -> Any:
-        request = urllib.request.Request(
-            f"http://{self.address}:{MGMT_PORT}{path}", method=method
-        )
+        request = urllib.request.Request(f"http://{self.address}:{MGMT_PORT}{path}", method=method)
         request.add_header("Authorization", "Basic " + base64.b64encode(b"guest:guest").decode())
         with urllib.request.urlopen(request, timeout=timeout) as response:
             answer = response.read()
