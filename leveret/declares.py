@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# How many times a declare is made again when the queue it found is deleted before its
+# declare-ok (each time needs another client's delete in that window).
+_DECLARE_ATTEMPTS = 3
+
 
 async def _decide(
     metadata: MetadataStore, command: Command, timeout_text: str, method: tuple[int, int]
@@ -274,7 +278,12 @@ def unbind(
 
 
 def queue_declare(
-    channel: Channel, metadata: MetadataStore, method: m.QueueDeclare, *, current: bool = False
+    channel: Channel,
+    metadata: MetadataStore,
+    method: m.QueueDeclare,
+    *,
+    current: bool = False,
+    attempt: int = 0,
 ) -> None:
     """A non-passive queue.declare: the queue's home is this node when it is created."""
     session, vhost = channel.session, channel.vhost
@@ -310,7 +319,15 @@ def queue_declare(
         if queue is None:
             remote = vhost.remote_queues.get(name)
             if remote is not None:
-                channel.declare_ok(channel.remote_client(remote, method), method)  # its counts
+                # A server-named queue is this client's own: no one else deletes it meanwhile.
+                again = (
+                    None
+                    if server_named or attempt + 1 >= _DECLARE_ATTEMPTS
+                    else functools.partial(
+                        queue_declare, channel, metadata, method, current=True, attempt=attempt + 1
+                    )
+                )
+                _remote_declare_ok(channel, metadata, remote, method, timeout_text, again)
                 return
         if queue is not None:
             queue.touch()  # a redeclare, passive or not, renews an x-expires lease
@@ -348,6 +365,44 @@ def queue_declare(
             check(commands.queue_decl(record), session if owner == session.owner_tag else owner)
 
     session.wait_then(channel, decide(), declared)
+
+
+def _remote_declare_ok(
+    channel: Channel,
+    metadata: MetadataStore,
+    remote: RemoteQueue,
+    method: m.QueueDeclare,
+    timeout_text: str,
+    again: Callable[[], None] | None,
+) -> None:
+    """declare-ok with the counts of the queue's home node. A delete decided between this
+    declare and the home node's answer leaves no queue there: then the declare is made `again`
+    (it creates the queue anew), as RabbitMQ's channel loops between declare and stat, instead
+    of refusing a declare with "no queue"."""
+    client = channel.remote_client(remote, method)
+    vhost = channel.vhost
+
+    async def counts() -> tuple[int, int] | None:
+        link = client.link()  # 404 at once when the home node is down
+        try:
+            status = await client.request(link, RequestKind.STATUS)
+        except AMQPError as error:
+            if error.code != ReplyCode.NOT_FOUND or again is None:
+                raise
+            await _barrier(metadata, timeout_text, method.ids)
+            if vhost.remote_queues.get(remote.name) is remote:
+                raise  # still there: the home node's refusal stands
+            return None
+        return status.message_count, status.consumer_count
+
+    def answer(found: tuple[int, int] | None) -> None:
+        if found is None:
+            assert again is not None
+            again()
+        elif not method.no_wait:
+            channel.reply(m.QueueDeclareOk(remote.name, *found))
+
+    channel.session.wait_then(channel, counts(), answer)
 
 
 def _place(
