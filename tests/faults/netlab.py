@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable
@@ -88,7 +89,7 @@ def sweep_stale() -> list[str]:
         for rule in run(tool, "-S", "FORWARD", check=False).stdout.splitlines():
             tag = re.search(rf'{_RULE_TAG} lv(\d+)"?', rule)
             if tag and not _alive(int(tag.group(1))):
-                run(tool, *rule.replace("-A FORWARD", "-D FORWARD", 1).split(), check=False)
+                run(tool, *shlex.split(rule.replace("-A FORWARD", "-D FORWARD", 1)), check=False)
                 removed.append(f"{tool} {rule}")
     return removed
 
