@@ -35,6 +35,7 @@ class Report:
     metadata_operations: int = 0
     metadata_unknown: int = 0
     refusals: dict[str, int] = field(default_factory=dict)
+    publish_outcomes: dict[str, int] = field(default_factory=dict)
     netem: bool = False
 
     @property
@@ -42,7 +43,8 @@ class Report:
         return bool(self.verdict and self.verdict.ok and self.metadata and self.metadata.ok)
 
     def summary(self) -> str:
-        lines = [f"seed {self.seed}: {len(self.rounds)} fault rounds"]
+        partitions = sum(1 for text in self.rounds if text.startswith("partition"))
+        lines = [f"seed {self.seed}: {len(self.rounds)} fault rounds ({partitions} partitions)"]
         lines += [f"  round {i + 1}: {text}" for i, text in enumerate(self.rounds)]
         if self.heal_seconds:
             lines.append(
@@ -51,6 +53,8 @@ class Report:
             )
         if self.verdict is not None:
             lines.append(f"  total queue: {self.verdict.summary()}")
+            outcomes = ", ".join(f"{n} {what}" for what, n in sorted(self.publish_outcomes.items()))
+            lines.append(f"    publishes: {outcomes}")
         if self.metadata is not None:
             key = self.metadata.key
             state = "linearizable" if self.metadata.ok else f"NOT linearizable ({key})"
@@ -78,7 +82,8 @@ def _history_lines(operations: Sequence[Operation]) -> list[str]:
 
 @contextmanager
 def _sigterm_unwinds() -> Iterator[None]:
-    """SIGTERM unwinds like Ctrl-C, so that the host is put back (main thread only)."""
+    """SIGTERM and SIGINT unwind as Ctrl-C does, so that the host is put back (main thread
+    only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -86,11 +91,13 @@ def _sigterm_unwinds() -> Iterator[None]:
     def interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    # SIGINT too: a shell starts background jobs with SIGINT ignored, which Python keeps.
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def schedule(seed: int, rounds: int, nemeses: Sequence[str]) -> list[str]:
@@ -153,6 +160,7 @@ def run(
                 workload.stop_publishing()
                 _wait_drained(workload)
                 report.verdict = workload.finish()
+                report.publish_outcomes = dict(workload.history.outcomes)
             except BaseException:
                 workload.abandon()
                 raise

@@ -93,6 +93,8 @@ class History:
     confirmed: set[int] = field(default_factory=set)
     deliveries: list[tuple[int, bool]] = field(default_factory=list)
     client_errors: Counter[str] = field(default_factory=Counter)
+    # How each publish ended: confirmed, returned, nacked, or timeout (or the connection went).
+    outcomes: Counter[str] = field(default_factory=Counter)
 
 
 async def _close(connection: aio_pika.abc.AbstractConnection | None) -> None:
@@ -209,12 +211,22 @@ class TotalQueue:
                 message = aio_pika.Message(
                     str(value).encode(), delivery_mode=aio_pika.DeliveryMode.PERSISTENT
                 )
-                outcome = await channel.default_exchange.publish(
-                    message, self.rng.choice(queues), mandatory=True, timeout=_PUBLISH_SECONDS
-                )
+                try:
+                    outcome = await channel.default_exchange.publish(
+                        message, self.rng.choice(queues), mandatory=True, timeout=_PUBLISH_SECONDS
+                    )
+                except aio_pika.exceptions.DeliveryError:
+                    self.history.outcomes["nacked"] += 1
+                    continue
+                except _CLIENT_ERRORS:
+                    self.history.outcomes["timeout or connection lost"] += 1
+                    raise
                 # A returned message (its queue's home is unreachable) is not confirmed.
                 if isinstance(outcome, commands.Basic.Ack):
                     self.history.confirmed.add(value)
+                    self.history.outcomes["confirmed"] += 1
+                else:
+                    self.history.outcomes["returned"] += 1
                 await asyncio.sleep(self.rng.uniform(0.002, 0.01))
         finally:
             await _close(connection)
