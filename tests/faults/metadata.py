@@ -15,6 +15,7 @@ import random
 import re
 import time
 from collections import Counter
+from collections.abc import Awaitable
 from typing import Any
 
 import aio_pika
@@ -139,6 +140,7 @@ class MetadataClients:
         name = f"meta-r{self.round}-{self.rng.randrange(self.names_per_round)}"
         roll = self.rng.random()
         op_input: tuple[Any, ...]
+        action: Awaitable[object]
         if roll < 0.5:
             length = self.rng.choice((10, 20))
             op_input = ("declare", ("max-length", length))
@@ -175,6 +177,7 @@ class MetadataClients:
 
     @staticmethod
     async def _bind(channel: aio_pika.abc.AbstractChannel, name: str) -> None:
-        await channel.channel.queue_bind(
+        underlay = await channel.get_underlay_channel()
+        await underlay.queue_bind(
             name, _BIND_EXCHANGE, routing_key=name, timeout=_OPERATION_SECONDS
         )

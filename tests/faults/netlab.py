@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import re
 import shlex
@@ -166,9 +167,7 @@ class NetLab:
             rule = ["FORWARD", "-i", self.bridge, "-o", self.bridge, "-j", "ACCEPT"]
             comment = ["-m", "comment", "--comment", tag]
             if run(tool, "-I", *rule, *comment, check=False).returncode == 0:
-                self._undo.append(
-                    lambda tool=tool, rule=rule + comment: run(tool, "-D", *rule, check=False)
-                )
+                self._undo.append(functools.partial(run, tool, "-D", *rule, *comment, check=False))
 
     def _make_node(self, index: int) -> None:
         namespace, outside, inside = (

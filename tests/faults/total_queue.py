@@ -10,6 +10,7 @@ has healed, everything left is drained, and the checker compares.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import threading
 from collections import Counter
@@ -37,6 +38,9 @@ _CLIENT_ERRORS: tuple[type[BaseException], ...] = (
     asyncio.TimeoutError,
     RuntimeError,
 )
+
+# Closing gives up on a node that does not answer (wait_for cancels the close).
+_CLOSE_ERRORS: tuple[type[BaseException], ...] = (*_CLIENT_ERRORS, asyncio.CancelledError)
 
 
 @dataclass(frozen=True)
@@ -101,10 +105,8 @@ async def _close(connection: aio_pika.abc.AbstractConnection | None) -> None:
     """Close without waiting on a node that no longer answers."""
     if connection is None:
         return
-    try:
+    with contextlib.suppress(*_CLOSE_ERRORS):
         await asyncio.wait_for(connection.close(), _CLOSE_SECONDS)
-    except (*_CLIENT_ERRORS, asyncio.CancelledError):
-        pass
 
 
 class TotalQueue:
