@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 # How many times a declare is made again when the queue it found is deleted before its
 # declare-ok (each time needs another client's delete in that window).
-_DECLARE_ATTEMPTS = 3
+_DECLARE_ATTEMPTS = 20
 
 
 async def _decide(
@@ -485,14 +485,23 @@ def _delete_remote(
     client = channel.remote_client(remote, method)
     link = client.link()
     where = f"queue '{remote.name}' in vhost '{vhost.name}'"
+    text = "The operation to delete the queue from the metadata store timed out"
 
     async def delete() -> int:
-        status = await client.request(link, RequestKind.STATUS)
+        try:
+            status = await client.request(link, RequestKind.STATUS)
+        except AMQPError as error:
+            if error.code != ReplyCode.NOT_FOUND:
+                raise
+            # Deleted meanwhile through another node: a missing queue is deleted already.
+            await _barrier(metadata, text, method.ids)
+            if vhost.remote_queues.get(remote.name) is remote:
+                raise
+            return 0
         if method.if_unused and status.consumer_count:
             raise precondition_failed(f"{where} in use", method.ids)
         if method.if_empty and status.message_count:
             raise precondition_failed(f"{where} is not empty", method.ids)
-        text = "The operation to delete the queue from the metadata store timed out"
         await _decide(
             metadata, commands.delete_queue(vhost.name, remote.name, None), text, method.ids
         )
