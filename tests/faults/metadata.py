@@ -33,7 +33,8 @@ class AmqpQueueModel:
 
     declare: "ok" (made or already there, equivalent), "conflict" (406), "home_down" (404: the
     queue exists, its home node is unreachable). delete: "ok" (deleted or never there),
-    "home_down". bind: "ok" (the queue exists), "not_found", "home_down".
+    "home_down". bind: "ok" (the queue exists), "not_found", "home_down". Any other answer (a
+    declare or delete refused with "no queue") is wrong.
     """
 
     def __init__(self) -> None:
@@ -62,6 +63,8 @@ class AmqpQueueModel:
                 if allowed:
                     return True, after
             return False, state
+        if kind == "delete":
+            return False, state  # a missing queue is deleted already: never "not_found"
         return self._base.step(state, op_input, output, True)
 
 

@@ -72,7 +72,15 @@ def test_a_stale_answer_after_a_completed_change_is_caught() -> None:
         _op("b", ("declare", TWENTY), 4, 5, "conflict"),
     ]
     home_down_of_nothing = [_op("a", ("bind",), 0, 1, "home_down")]
-    for history in (made_then_not_found, deleted_then_conflict, home_down_of_nothing):
+    delete_refused_no_queue = [_op("a", ("delete",), 0, 1, "not_found")]
+    declare_refused_no_queue = [_op("a", ("declare", TEN), 0, 1, "not_found")]
+    for history in (
+        made_then_not_found,
+        deleted_then_conflict,
+        home_down_of_nothing,
+        delete_refused_no_queue,
+        declare_refused_no_queue,
+    ):
         assert not check_history(history, model).ok, history
 
 
