@@ -8,7 +8,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test,fast,dev,spark]'
 	touch $@
 
-.PHONY: venv run cluster test test-slow bench bench-cluster bench-federation bench-tls bench-containers spark-example lint
+.PHONY: venv run cluster test test-slow faults bench bench-cluster bench-federation bench-tls bench-containers spark-example lint
 venv: $(VENV)/.installed
 
 run: venv
@@ -23,6 +23,12 @@ test: venv
 
 test-slow: venv
 	LEVERET_SLOW=1 $(PY) -m pytest -q -p no:cacheprovider
+
+# Rounds of real faults (partitions between network namespaces, kills, pauses, power cuts) on
+# a 3-node cluster, judged by a total-queue and a linearizability checker; needs root.
+# LEVERET_SLOW=1 for the long run (100 rounds), LEVERET_FAULTS_SEED=N to replay one.
+faults: venv
+	$(PY) -m pytest -q -p no:cacheprovider -s tests/faults
 
 bench: venv
 	$(PY) bench/side_by_side.py

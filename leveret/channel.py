@@ -4,6 +4,7 @@ transactions."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -256,9 +257,16 @@ class Channel:
             raise rules.exclusive_locked(name, self.vhost.name, method.ids)
         return name
 
-    def _queue_bind(self, method: m.QueueBind) -> None:
-        name = self._bindable_queue(method.queue, method)
+    def _queue_bind(self, method: m.QueueBind, *, current: bool = False) -> None:
+        name = self._queue_name(method.queue, method)
         remote = self.vhost.remote_queues.get(name)
+        if not current and (remote is not None or name not in self.vhost.queues):
+            # "No queue" and "its home node is down" are answers from this node's view.
+            again = functools.partial(self._queue_bind, method, current=True)
+            timeout_text = "Could not add binding due to timeout"
+            declares.when_current(self, self.metadata, again, timeout_text, method.ids)
+            return
+        name = self._bindable_queue(name, method)
         if remote is not None:
             self.remote_client(remote, method).link()  # RabbitMQ refuses if its node is down
         self._check("write", "queue", name, method)
