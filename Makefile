@@ -8,7 +8,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test,fast,dev,spark]'
 	touch $@
 
-.PHONY: venv run cluster test test-slow bench bench-cluster bench-federation bench-containers bench-spark spark-example lint
+.PHONY: venv run cluster test test-slow faults bench bench-cluster bench-federation bench-tls bench-containers bench-spark spark-example lint
 venv: $(VENV)/.installed
 
 run: venv
@@ -24,6 +24,12 @@ test: venv
 test-slow: venv
 	LEVERET_SLOW=1 $(PY) -m pytest -q -p no:cacheprovider
 
+# Rounds of real faults (partitions between network namespaces, kills, pauses, power cuts) on
+# a 3-node cluster, judged by a total-queue and a linearizability checker; needs root.
+# LEVERET_SLOW=1 for the long run (100 rounds), LEVERET_FAULTS_SEED=N to replay one.
+faults: venv
+	$(PY) -m pytest -q -p no:cacheprovider -s tests/faults
+
 bench: venv
 	$(PY) bench/side_by_side.py
 
@@ -35,6 +41,10 @@ bench-cluster: venv
 # Federated queues, Leveret → Leveret beside RabbitMQ → RabbitMQ with its federation plugin.
 bench-federation: venv
 	$(PY) -m bench.federation --write
+
+# AMQP over TLS: Leveret's AMQPS beside its plain AMQP and RabbitMQ's AMQPS.
+bench-tls: venv
+	$(PY) -m bench.tls --write
 
 LINTED := leveret cluster federation tests bench examples proto/metadata_schema.py
 

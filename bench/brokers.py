@@ -91,16 +91,23 @@ class _RabbitBroker:
 
 @contextmanager
 def running_rabbitmq(
-    cpu: int | None, management: bool = False, plugins: Sequence[str] = ()
+    cpu: int | None,
+    management: bool = False,
+    plugins: Sequence[str] = (),
+    extra_config: Sequence[str] = (),
 ) -> Iterator[BrokerUnderTest]:
     """RabbitMQ on its own ports, pinned to `cpu` with one scheduler (`+S 1:1`), with the
-    management API and `plugins` (e.g. rabbitmq_federation) when asked."""
+    management API, `plugins` (e.g. rabbitmq_federation) and rabbitmq.conf lines when asked."""
     if find_rabbitmq() is None:
         raise BrokerStartError(
             "rabbitmq-server is not installed (Debian: apt-get install rabbitmq-server)"
         )
     with start_rabbitmq(
-        cpu=cpu, scheduler_one=True, management=management, plugins=plugins
+        cpu=cpu,
+        scheduler_one=True,
+        management=management,
+        plugins=plugins,
+        extra_config=extra_config,
     ) as node:
         yield _RabbitBroker(node)
 
@@ -151,6 +158,11 @@ class _LeveretBroker:
     @property
     def mgmt_port(self) -> int | None:
         return self._ports.get("mgmt")
+
+    @property
+    def ports(self) -> dict[str, int]:
+        """The node's ports file: amqp, amqps (with TLS), mgmt, cluster, data."""
+        return dict(self._ports)
 
     @property
     def process_group(self) -> int:

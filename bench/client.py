@@ -205,8 +205,16 @@ class Connection:
     ) -> Connection:
         endpoint = parse_uri(uri)
         loop = asyncio.get_running_loop()
+        context = endpoint.ssl_context()  # amqps://...?cacertfile=...: TLS, as the federation's
         _transport, protocol = await asyncio.wait_for(
-            loop.create_connection(_Protocol, endpoint.host, endpoint.port), timeout
+            loop.create_connection(
+                _Protocol,
+                endpoint.host,
+                endpoint.port,
+                ssl=context,
+                server_hostname=endpoint.server_name if context is not None else None,
+            ),
+            timeout,
         )
         return await asyncio.wait_for(cls._handshake(protocol, endpoint, connection_name), timeout)
 

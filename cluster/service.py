@@ -222,6 +222,11 @@ class ClusterService:
                 ) from None
         return reply
 
+    @property
+    def alone(self) -> bool:
+        """Whether this node is the cluster's only voter (its model is then always current)."""
+        return self._loop.raft.voters == (self.name,)
+
     async def read_barrier(self, timeout: float | None = None) -> None:
         """Wait until this node has applied every change committed before the call."""
         self._check_not_removed()

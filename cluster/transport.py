@@ -7,10 +7,11 @@ import contextlib
 import logging
 import os
 import ssl
+import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -67,20 +68,55 @@ _CHANNEL_OPTIONS: list[tuple[str, Any]] = [
 ServiceInstaller = Callable[[grpc.aio.Server], None]
 
 
+class _StagedCertificates:
+    """What gRPC's certificate fetcher hands out: a new configuration once after a reload, None
+    (keep the current one) otherwise. gRPC asks from its own threads, before new handshakes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._staged: grpc.ServerCertificateConfiguration | None = None
+
+    def stage(self, configuration: grpc.ServerCertificateConfiguration) -> None:
+        with self._lock:
+            self._staged = configuration
+
+    def fetch(self) -> grpc.ServerCertificateConfiguration | None:
+        with self._lock:
+            staged, self._staged = self._staged, None
+        return staged
+
+
 @dataclass(frozen=True, slots=True)
 class TlsFiles:
-    """PEM files for TLS between nodes; with `ca`, each side also checks the other's cert."""
+    """PEM files for TLS between nodes; with `ca`, each side also checks the other's cert.
+
+    `reload()` reads the files again for the handshakes that follow: the gRPC server's, the data
+    connections' (their SSLContexts change in place) and new channels to peers.
+    """
 
     cert: Path
     key: Path
     ca: Path | None = None
+    _staged: _StagedCertificates = field(
+        default_factory=_StagedCertificates, compare=False, repr=False
+    )
+    _contexts: list[ssl.SSLContext] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(str(path) for path in (self.cert, self.key, self.ca) if path is not None)
+
+    def _configuration(self) -> grpc.ServerCertificateConfiguration:
+        return grpc.ssl_server_certificate_configuration(
+            [(self.key.read_bytes(), self.cert.read_bytes())],
+            root_certificates=self.ca.read_bytes() if self.ca else None,
+        )
 
     def server_credentials(self) -> grpc.ServerCredentials:
-        ca = self.ca.read_bytes() if self.ca else None
-        return grpc.ssl_server_credentials(
-            [(self.key.read_bytes(), self.cert.read_bytes())],
-            root_certificates=ca,
-            require_client_auth=ca is not None,
+        return grpc.dynamic_ssl_server_credentials(
+            self._configuration(),
+            self._staged.fetch,
+            require_client_authentication=self.ca is not None,
         )
 
     def channel_credentials(self) -> grpc.ChannelCredentials:
@@ -93,18 +129,33 @@ class TlsFiles:
     def server_context(self) -> ssl.SSLContext:
         """The same checks as `server_credentials`, for a plain asyncio listener."""
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(self.cert, self.key)
+        self._load(context)
         if self.ca is not None:
-            context.load_verify_locations(self.ca)
             context.verify_mode = ssl.CERT_REQUIRED
+        self._contexts.append(context)
         return context
 
     def client_context(self) -> ssl.SSLContext:
         """The same checks as `channel_credentials` (the server's name included), for a plain
         asyncio connection."""
         context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=self.ca)
-        context.load_cert_chain(self.cert, self.key)
+        self._load(context)
+        self._contexts.append(context)
         return context
+
+    def _load(self, context: ssl.SSLContext) -> None:
+        context.load_cert_chain(self.cert, self.key)
+        if self.ca is not None:
+            context.load_verify_locations(self.ca)
+
+    def reload(self) -> None:
+        """Use the files as they are now for new handshakes; raises (OSError, ssl.SSLError)
+        and changes nothing when they do not load or the key does not match."""
+        self._load(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER))  # proves the files first
+        configuration = self._configuration()
+        for context in self._contexts:
+            self._load(context)
+        self._staged.stage(configuration)
 
 
 class LogThrottle:

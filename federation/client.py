@@ -25,6 +25,10 @@ from leveret.amqp.constants import (
 )
 from leveret.amqp.frames import HEARTBEAT_FRAME, content_frames, method_frame
 from leveret.amqp.methods import Method, decode_method
+from leveret.tls import TLSSettings, client_context, parse_settings
+
+# RabbitMQ's URI query keys for TLS (amqp_uri); the others (heartbeat, ...) are not TLS's.
+TLS_QUERY_KEYS = ("cacertfile", "certfile", "keyfile", "verify", "fail_if_no_peer_cert")
 
 # Called once per complete delivery: (delivery tag, redelivered, exchange, routing key, content
 # header payload, body). Called from data_received: no task per message.
@@ -82,18 +86,31 @@ class Endpoint:
     heartbeat: int | None = None  # seconds; None takes the server's proposal
     query: tuple[tuple[str, str], ...] = ()
 
+    @property
+    def tls_settings(self) -> TLSSettings:
+        """RabbitMQ's URI query keys for TLS: cacertfile, certfile, keyfile, verify. Unlike
+        Erlang's default, the upstream's certificate is checked unless verify=verify_none
+        (against cacertfile, or the system's CAs)."""
+        options = {key: value for key, value in self.query if key in TLS_QUERY_KEYS}
+        options.setdefault("verify", "verify_peer")
+        return parse_settings(options, "uri")
+
+    @property
+    def server_name(self) -> str | None:
+        """The name sent in SNI and checked against the certificate: server_name_indication
+        (RabbitMQ's key), else the URI's host; None when it is `disable`."""
+        name = dict(self.query).get("server_name_indication", self.host)
+        return None if name == "disable" else name
+
+    @property
+    def external_auth(self) -> bool:
+        """auth_mechanism=external: log in as the client certificate's user (SASL EXTERNAL)."""
+        return dict(self.query).get("auth_mechanism", "").lower() == "external"
+
     def ssl_context(self) -> ssl.SSLContext | None:
-        """RabbitMQ's URI query keys for TLS: cacertfile, certfile, keyfile, verify."""
         if not self.tls:
             return None
-        options = dict(self.query)
-        context = ssl.create_default_context(cafile=options.get("cacertfile"))
-        if "certfile" in options:
-            context.load_cert_chain(options["certfile"], options.get("keyfile"))
-        if options.get("verify") == "verify_none":
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        return context
+        return client_context(self.tls_settings, check_hostname=self.server_name is not None)
 
 
 def parse_uri(uri: str) -> Endpoint:
@@ -339,7 +356,7 @@ class UpstreamConnection:
                 endpoint.host,
                 endpoint.port,
                 ssl=context,
-                server_hostname=endpoint.host if context is not None else None,
+                server_hostname=endpoint.server_name if context is not None else None,
             )
             try:
                 connection = await cls._handshake(protocol, endpoint, connection_name)
@@ -356,8 +373,9 @@ class UpstreamConnection:
         start_future = protocol.expect(m.ConnectionStart)
         protocol.write(PROTOCOL_HEADER)
         start = cast(m.ConnectionStart, await start_future)
-        if b"PLAIN" not in start.mechanisms.split():
-            raise UpstreamClosed(0, "the upstream does not offer the PLAIN mechanism")
+        mechanism = "EXTERNAL" if endpoint.external_auth else "PLAIN"
+        if mechanism.encode() not in start.mechanisms.split():
+            raise UpstreamClosed(0, f"the upstream does not offer the {mechanism} mechanism")
         client_properties = {
             "product": "Leveret",
             "connection_name": name,
@@ -368,9 +386,12 @@ class UpstreamConnection:
                 "connection.blocked": True,
             },
         }
-        credentials = f"\0{endpoint.user}\0{endpoint.password}".encode()
+        if endpoint.external_auth:
+            credentials = b""  # the user is the one the client certificate names
+        else:
+            credentials = f"\0{endpoint.user}\0{endpoint.password}".encode()
         tune_future = protocol.expect(m.ConnectionTune)
-        start_ok = m.ConnectionStartOk(client_properties, "PLAIN", credentials)
+        start_ok = m.ConnectionStartOk(client_properties, mechanism, credentials)
         protocol.write(method_frame(0, start_ok))
         try:
             tune = cast(m.ConnectionTune, await tune_future)

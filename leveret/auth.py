@@ -1,4 +1,4 @@
-"""Users, RabbitMQ-compatible password hashes, and the PLAIN and AMQPLAIN mechanisms."""
+"""Users, RabbitMQ-compatible password hashes, and the PLAIN, AMQPLAIN and EXTERNAL mechanisms."""
 
 from __future__ import annotations
 
@@ -6,12 +6,22 @@ import base64
 import hashlib
 import hmac
 import ipaddress
+import logging
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .amqp.fields import DecodeError, decode_table
 
+if TYPE_CHECKING:
+    from .tls import TLSSettings
+    from .tls_peer import TLSPeer
+
+log = logging.getLogger(__name__)
+
 MECHANISMS = ("PLAIN", "AMQPLAIN")
+# EXTERNAL (the client certificate names the user) is offered on TLS connections only.
+TLS_MECHANISMS = (*MECHANISMS, "EXTERNAL")
 
 
 def hash_password(password: str, salt: bytes | None = None) -> str:
@@ -60,6 +70,29 @@ def parse_response(mechanism: str, response: bytes) -> tuple[str, str]:
             raise SaslError("AMQPLAIN response lacks LOGIN or PASSWORD")
         return _as_text(login), _as_text(password)
     raise SaslError(f"unsupported mechanism {mechanism}")
+
+
+def external_login(
+    peer: TLSPeer | None, login_from: str, settings: TLSSettings | None
+) -> tuple[str, str | None]:
+    """(username, None) from the client certificate, or ("", the reason for the log), with
+    RabbitMQ's reasons (rabbit_auth_mechanism_ssl)."""
+    if peer is None:
+        return "", "not a TLS-enabled connection"
+    if not peer.has_certificate:
+        return "", "connection peer presented no TLS (x.509) certificate"
+    if settings is None or settings.verify != "verify_peer":
+        # An unchecked certificate proves nothing: as RabbitMQ, refuse to trust its name.
+        log.warning(
+            "TLS peer verification (authentication) is disabled, ssl_options.verify value used: %s",
+            settings.verify if settings is not None else "verify_none",
+        )
+        return "", "TLS configuration is unsafe"
+    if login_from == "common_name":
+        if not peer.common_names:
+            return "", "no name found"
+        return ",".join(peer.common_names), None
+    return peer.subject or "", None
 
 
 def is_loopback(host: str) -> bool:

@@ -54,6 +54,9 @@ class Broker:
         self.links: HomeLinks | None = None
         # The federation links this node runs, when the node has the federation extension.
         self.federation: FederationLinks | None = None
+        # How many connections ("vhost", "user") or channels ("user_channels") the other nodes
+        # of the cluster hold for a vhost or user, as gossip last told: limits count them too.
+        self.peer_clients: Callable[[str, str], int] = lambda kind, name: 0
         # Policies, operator policies and parameters: they act on queues and exchanges as they
         # change.
         self.registry = DefinitionsRegistry()

@@ -4,6 +4,7 @@ transactions."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -15,12 +16,13 @@ from .amqp.errors import AMQPError, ReplyCode, access_refused, not_found, precon
 from .amqp.fields import argument_types
 from .amqp.frames import content_frames, deliver_frames, get_ok_frames, method_frame, shortstr
 from .confirms import Confirms
+from .consumer_timeout import DeliveryMarks
 from .declare_rules import FIELD_TYPE_NAMES
 from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, with_reply_address
 from .message import Message, check_properties, sender_selected
 from .metadata import MetadataStore
 from .names import consumer_tag as new_consumer_tag
-from .queues import queue_type
+from .queues import queue_type, stream_rules
 from .queues.classic import ClassicQueue
 from .queues.consumer import Consumer
 from .queues.entry import QueueEntry
@@ -66,6 +68,7 @@ class Channel:
         self._tx_lost = False  # one of them was lost with the link to its home node
         self._tx_acks: list[tuple[str, int, bool, bool]] = []
         self.closed = False
+        self.delivery_marks = DeliveryMarks()  # for the consumer timeout's sweeps
         self._permitted: set[tuple[str, str, str]] = set()
         self.reply_consumer: tuple[str, str] | None = None  # (consumer tag, reply suffix)
         self._handlers: dict[type[m.Method], Callable[[Any], None]] = {
@@ -254,9 +257,16 @@ class Channel:
             raise rules.exclusive_locked(name, self.vhost.name, method.ids)
         return name
 
-    def _queue_bind(self, method: m.QueueBind) -> None:
-        name = self._bindable_queue(method.queue, method)
+    def _queue_bind(self, method: m.QueueBind, *, current: bool = False) -> None:
+        name = self._queue_name(method.queue, method)
         remote = self.vhost.remote_queues.get(name)
+        if not current and (remote is not None or name not in self.vhost.queues):
+            # "No queue" and "its home node is down" are answers from this node's view.
+            again = functools.partial(self._queue_bind, method, current=True)
+            timeout_text = "Could not add binding due to timeout"
+            declares.when_current(self, self.metadata, again, timeout_text, method.ids)
+            return
+        name = self._bindable_queue(name, method)
         if remote is not None:
             self.remote_client(remote, method).link()  # RabbitMQ refuses if its node is down
         self._check("write", "queue", name, method)
@@ -295,6 +305,8 @@ class Channel:
     def _queue_purge(self, method: m.QueuePurge) -> None:
         queue = self._client(self._queue_name(method.queue, method), method)
         self._check("read", "queue", queue.name, method)
+        if queue.stream:
+            raise stream_rules.not_supported("queue.purge", queue.name, self.vhost.name, method.ids)
 
         def purged(count: int) -> None:
             if not method.no_wait:
@@ -310,6 +322,8 @@ class Channel:
     def check_deletable(self, queue: ClassicQueue, method: m.QueueDelete) -> None:
         """This connection may delete `queue`, and its if-unused / if-empty conditions hold."""
         self.session.check_exclusive_access(queue, method.ids)
+        if queue.stream:
+            return  # RabbitMQ deletes a stream whatever if-unused and if-empty say
         where = f"queue '{queue.name}' in vhost '{self.vhost.name}'"
         if method.if_unused and queue.consumer_count:
             raise precondition_failed(f"{where} in use", method.ids)
@@ -343,6 +357,20 @@ class Channel:
             return
         queue = self._client(self._queue_name(method.queue, method), method)
         self._check("read", "queue", queue.name, method)
+        if queue.stream:
+            stream_rules.check_consume(
+                queue.name,
+                self.vhost.name,
+                method.arguments,
+                no_ack=method.no_ack,
+                prefetch=self.consumer_prefetch,
+                global_prefetch=self.channel_prefetch,
+                method=method.ids,
+            )
+        else:
+            stream_rules.check_classic_consume(
+                queue.name, self.vhost.name, method.arguments, method.ids
+            )
         queue.check_consume(method.exclusive)
         priority = self._consumer_priority(queue.name, method)
         # A home node holds no more unacknowledged deliveries than this channel allows.
@@ -450,6 +478,15 @@ class Channel:
             )
         )
 
+    def oldest_unacked_age(self, now: float) -> float:
+        """How long the oldest unacknowledged delivery has surely waited (a timeout sweep)."""
+        oldest = next(iter(self.unacked), None)  # insertion order is delivery-tag order
+        return self.delivery_marks.oldest_age(self._next_delivery_tag, oldest, now)
+
+    def fail(self, error: AMQPError) -> None:
+        """Close this channel with `error`, as if a frame had caused it."""
+        self.session.fail_channel(self, error)
+
     def consumer_cancelled_by_node(self, consumer: Consumer) -> None:
         """The queue went away: tell a client that understands basic.cancel from the node."""
         if self.consumers.pop(consumer.tag, None) is None:
@@ -460,6 +497,8 @@ class Channel:
     def _basic_get(self, method: m.BasicGet) -> None:
         queue = self._client(self._queue_name(method.queue, method), method)
         self._check("read", "queue", queue.name, method)
+        if queue.stream:
+            raise stream_rules.not_supported("basic.get", queue.name, self.vhost.name, method.ids)
 
         def got(settles: Settles, entry: QueueEntry | None, message_count: int) -> None:
             if entry is None:
@@ -528,16 +567,25 @@ class Channel:
             self._check_tag(method.delivery_tag, method.multiple, method)
             self._tx_acks.append(("nack", method.delivery_tag, method.multiple, method.requeue))
             return
-        self._reject(
-            self._take_unacked(method.delivery_tag, method.multiple, method), method.requeue
-        )
+        records = self._take_unacked(method.delivery_tag, method.multiple, method)
+        self._refuse_stream_rejects(records, method)
+        self._reject(records, method.requeue)
 
     def _basic_reject(self, method: m.BasicReject) -> None:
         if self.transactional:
             self._check_tag(method.delivery_tag, False, method)
             self._tx_acks.append(("nack", method.delivery_tag, False, method.requeue))
             return
-        self._reject(self._take_unacked(method.delivery_tag, False, method), method.requeue)
+        records = self._take_unacked(method.delivery_tag, False, method)
+        self._refuse_stream_rejects(records, method)
+        self._reject(records, method.requeue)
+
+    def _refuse_stream_rejects(self, records: list[Unacked], method: m.Method) -> None:
+        for queue, _, _ in records:
+            if queue.stream:
+                raise stream_rules.not_supported(
+                    "basic.nack and basic.reject", queue.name, queue.vhost, method.ids
+                )
 
     def _check_tag(self, tag: int, multiple: bool, method: m.Method) -> None:
         if (tag or not multiple) and tag not in self.unacked:
@@ -603,6 +651,8 @@ class Channel:
         if not method.requeue:
             raise AMQPError(ReplyCode.NOT_IMPLEMENTED, "requeue=false", method.ids)
         records = list(self.unacked.values())
+        if any(queue.stream for queue, _, _ in records):
+            raise stream_rules.recover_failed(method.ids)
         self.unacked.clear()
         self._requeue(records)
 
@@ -742,6 +792,8 @@ class Channel:
     def _confirm_ready(self) -> None:
         for ack, seq, multiple in self.confirms.settle():
             self.reply(m.BasicAck(seq, multiple) if ack else m.BasicNack(seq, False, False))
+        if self.session.paused_for_confirms:
+            self.session.confirms_sent()
 
     def awaiting_confirms(self) -> bool:
         """Whether publishes read on this channel wait for their basic.ack or basic.nack."""
@@ -833,6 +885,8 @@ class Channel:
         consumers, self.consumers = self.consumers, {}
         for consumer in consumers.values():
             consumer.queue.remove_consumer(consumer)
+        if self.session.paused_for_confirms:
+            self.session.confirms_sent()  # what this channel left unconfirmed counts no more
 
 
 def _done(_: object) -> None:

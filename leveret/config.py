@@ -11,14 +11,21 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .consumer_timeout import DEFAULT_CONSUMER_TIMEOUT_MS
 from .placement import CONFIGURABLE_LOCATORS
 from .store.disk_monitor import parse_disk_free_limit
+from .tls import TLSConfigError, TLSSettings, parse_settings
 
 ENV_PREFIX = "LEVERET_"
 # RabbitMQ's largest max_message_size (512 MiB); its default is 128 MiB.
 MAX_MESSAGE_SIZE_LIMIT = 512 * 1024 * 1024
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
+# RabbitMQ's listeners.ssl.default: the AMQPS port when [ssl_options] is given without a port.
+DEFAULT_AMQPS_PORT = 5671
+CERT_LOGIN_FIELDS = ("distinguished_name", "common_name")
+# Publishes a connection may leave unconfirmed before it is paused (see session.py).
+DEFAULT_MAX_UNCONFIRMED = 10_000
 
 
 def short_hostname() -> str:
@@ -36,6 +43,11 @@ class Config:
     data_dir: str = "./leveret-data"
     bind: str = "0.0.0.0"
     amqp_port: int = 5672
+    # AMQP over TLS: off unless [ssl_options] is given (then 5671 unless set otherwise).
+    amqps_port: int | None = None
+    ssl_options: TLSSettings | None = None
+    # Which part of a client certificate names the user who logs in with EXTERNAL.
+    ssl_cert_login_from: str = "distinguished_name"
     mgmt_port: int = 15672
     cluster_port: int = 25672
     # Messages between nodes (the queue data plane); 0: any free port, which the other nodes
@@ -52,6 +64,10 @@ class Config:
     cluster_name: str = "leveret"
     default_user: str = "guest"
     default_pass: str = "guest"
+    # Files holding the default user's name and password (mounted secrets); they win over the
+    # plain keys, and are read once, at start.
+    default_user_file: str | None = None
+    default_pass_file: str | None = None
     default_vhost: str = "/"
     # Users who may log in only from the node's own host (RabbitMQ's loopback_users).
     loopback_users: list[str] = field(default_factory=lambda: ["guest"])
@@ -67,6 +83,25 @@ class Config:
     log_file: str | None = None
     # A definitions file (as exported) imported at every start, as RabbitMQ's load_definitions.
     load_definitions: str | None = None
+    # Milliseconds a delivery may stay unacknowledged before its channel is closed (0: never).
+    consumer_timeout: int = DEFAULT_CONSUMER_TIMEOUT_MS
+    # Publishes a connection may have unconfirmed before it is read no further (0: no cap).
+    max_unconfirmed_per_connection: int = DEFAULT_MAX_UNCONFIRMED
+    # HTTPS for the management API, and /metrics on ports of its own (RabbitMQ's
+    # management.ssl.*, prometheus.tcp.port and prometheus.ssl.*).
+    management_ssl: HttpsListener | None = None
+    prometheus_tcp_port: int | None = None
+    prometheus_ssl: HttpsListener | None = None
+    # RabbitMQ's management.http.max_body_size, and the headers of every management answer
+    # (management.headers.*, management.csp.policy, management.hsts.policy); "" sends none.
+    management_http_max_body_size: int = 10_000_000
+    management_headers_content_type_options: str = "nosniff"
+    management_headers_frame_options: str = "DENY"
+    management_headers_xss_protection: str = ""
+    management_csp_policy: str = (
+        "script-src 'self' 'unsafe-eval' 'unsafe-inline'; object-src 'self'; frame-ancestors 'none'"
+    )
+    management_hsts_policy: str = "max-age=31536000; includeSubDomains"
 
     @classmethod
     def load(cls, path: str | None, overrides: dict[str, Any]) -> Config:
@@ -76,8 +111,8 @@ class Config:
         """
         given: list[tuple[str, Any, str]] = []
         if path:
-            for key, value in _read_toml(path).items():
-                given.append((key.replace("-", "_"), value, f"file {path}"))
+            for key, value in _flatten(_read_toml(path)):
+                given.append((key, value, f"file {path}"))
         for name in SETTINGS:
             env = os.environ.get(ENV_PREFIX + name.upper())
             if env is not None:
@@ -93,11 +128,34 @@ class Config:
                 raise ConfigError(f"unknown configuration key {name!r} (from {source})")
             try:
                 values[name] = setting.parse(value)
+            except TLSConfigError as error:
+                raise ConfigError(f"{error} (from {source})") from None
             except (ValueError, TypeError):
+                shown = "(hidden)" if name in SECRET_KEYS else repr(value)
                 raise ConfigError(
-                    f"invalid {name} = {value!r} (from {source}): expected {setting.accepted}"
+                    f"invalid {name} = {shown} (from {source}): expected {setting.accepted}"
                 ) from None
-        return cls(**values)
+        for key, target in (
+            ("default_user_file", "default_user"),
+            ("default_pass_file", "default_pass"),
+        ):
+            if values.get(key):
+                values[target] = _read_secret_file(key, values[key])
+        config = cls(**values)
+        if config.amqps_port is not None and config.ssl_options is None:
+            raise ConfigError(
+                f"amqps_port = {config.amqps_port} needs an [ssl_options] table with the "
+                "listener's certfile and keyfile"
+            )
+        return config
+
+    @property
+    def amqps_listener_port(self) -> int | None:
+        """The AMQPS port to listen on, or None: as RabbitMQ's listeners.ssl, the listener
+        exists when TLS is configured, on 5671 unless another port is given."""
+        if self.ssl_options is None:
+            return None
+        return DEFAULT_AMQPS_PORT if self.amqps_port is None else self.amqps_port
 
     @property
     def data_path(self) -> Path:
@@ -114,6 +172,46 @@ class Config:
 
 class ConfigError(Exception):
     """A configuration that cannot be used; the text is one line for the operator."""
+
+
+# Keys whose values are never shown, in errors or anywhere else.
+SECRET_KEYS = frozenset({"default_pass"})
+
+
+def _read_secret_file(key: str, path: str) -> str:
+    """The secret a file holds, without its line end (as Kubernetes and Docker mount them)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            secret = handle.read().rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or "not UTF-8 text"
+        raise ConfigError(f"cannot read {key} {path}: {reason}") from None
+    if not secret:
+        raise ConfigError(f"{key} {path} is empty")
+    return secret
+
+
+@dataclass(frozen=True, slots=True)
+class HttpsListener:
+    """An HTTPS port and its TLS settings; `only`: the plain port then refuses credentials."""
+
+    port: int
+    tls: TLSSettings
+    only: bool = False
+
+
+def _flatten(table: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """TOML tables as flat keys, as RabbitMQ's dotted ones: `[management.headers]
+    frame_options` is `management_headers_frame_options`; a table that is a setting itself
+    (`[management.ssl]`) stays whole."""
+    found: list[tuple[str, Any]] = []
+    for key, value in table.items():
+        name = prefix + key.replace("-", "_")
+        if isinstance(value, dict) and name not in SETTINGS:
+            found.extend(_flatten(value, name + "_"))
+        else:
+            found.append((name, value))
+    return found
 
 
 def _read_toml(path: str) -> dict[str, Any]:
@@ -233,6 +331,17 @@ def _watermark(value: Any) -> float | int:
     raise ValueError(value)  # 1.5: neither a fraction nor a number of bytes
 
 
+def _ssl_options(value: Any) -> TLSSettings:
+    if isinstance(value, str):  # from the environment: a TOML inline table
+        try:
+            value = tomllib.loads(f"table = {value}")["table"]
+        except tomllib.TOMLDecodeError:
+            raise ValueError(value) from None
+    if not isinstance(value, dict):
+        raise ValueError(value)
+    return parse_settings(value, "ssl_options")
+
+
 def _seeds(value: Any) -> list[str]:
     items = value.split(",") if isinstance(value, str) else value
     if not isinstance(items, list):
@@ -248,6 +357,31 @@ def _seeds(value: Any) -> list[str]:
     return seeds
 
 
+def _header_value(value: Any) -> str:
+    if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
+        raise ValueError(value)
+    return value.strip()
+
+
+def _https_listener(origin: str, *, with_only: bool) -> Callable[[Any], HttpsListener]:
+    def parse(value: Any) -> HttpsListener:
+        # The environment gives the table as TOML's inline table: {port = 15671, certfile = "..."}
+        table = tomllib.loads(f"table = {value}")["table"] if isinstance(value, str) else value
+        if not isinstance(table, dict) or "port" not in table:
+            raise ValueError(value)
+        options = {key.replace("-", "_"): item for key, item in table.items()}
+        port = _in_range(0, 65535)(options.pop("port"))
+        only = options.pop("only", False) if with_only else False
+        if not isinstance(only, bool):
+            raise ValueError(value)
+        settings = parse_settings(options, origin)
+        if not settings.certfile:
+            raise TLSConfigError(f"{origin}.certfile is required to accept TLS")
+        return HttpsListener(port, settings, only)
+
+    return parse
+
+
 def _names(value: Any) -> list[str]:
     items = value.split(",") if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
@@ -258,6 +392,8 @@ def _names(value: Any) -> list[str]:
 _PORT = "an integer from 0 to 65535 (0 picks a free port)"
 _SIZE = "a number of bytes, optionally with RabbitMQ's units (kB, MB, GB, KiB, MiB, GiB, ...)"
 _PATH = "a file path"
+_HTTPS = "a table with port (0 to 65535) and certfile, and RabbitMQ's other ssl keys"
+_HEADER = "a header value on one line, or an empty string for none"
 
 SETTINGS: dict[str, Setting] = {
     "node_name": Setting(
@@ -277,6 +413,26 @@ SETTINGS: dict[str, Setting] = {
         metavar="ADDRESS",
     ),
     "amqp_port": Setting(_in_range(0, 65535), _PORT, "the AMQP listener's port", flag=True),
+    "amqps_port": Setting(
+        _in_range(0, 65535),
+        _PORT,
+        "the AMQPS (AMQP over TLS) listener's port; needs [ssl_options]",
+        flag=True,
+        default_text=f"{DEFAULT_AMQPS_PORT} when [ssl_options] is set, else off",
+    ),
+    "ssl_options": Setting(
+        _ssl_options,
+        "a TOML table of RabbitMQ's ssl_options keys (cacertfile, certfile, keyfile, verify, "
+        "fail_if_no_peer_cert, versions, ciphers); in the environment an inline table, "
+        '{certfile = "/c.pem", keyfile = "/k.pem"}',
+        "the AMQPS listener's TLS settings",
+        default_text="none: no AMQPS listener",
+    ),
+    "ssl_cert_login_from": Setting(
+        _one_of(CERT_LOGIN_FIELDS),
+        " | ".join(CERT_LOGIN_FIELDS),
+        "the part of a client certificate that names the EXTERNAL user",
+    ),
     "mgmt_port": Setting(
         _in_range(0, 65535), _PORT, "the management HTTP API's port (also /metrics)", flag=True
     ),
@@ -314,6 +470,12 @@ SETTINGS: dict[str, Setting] = {
     "cluster_name": Setting(_text, "a name", "the cluster's name"),
     "default_user": Setting(_text, "a user name", "the user made on first start"),
     "default_pass": Setting(_text, "a password", "that user's password"),
+    "default_user_file": Setting(
+        _path, _PATH, "a file holding default_user (wins over it)", default_text="none"
+    ),
+    "default_pass_file": Setting(
+        _path, _PATH, "a file holding default_pass (wins over it)", default_text="none"
+    ),
     "loopback_users": Setting(
         _names,
         "user names (comma-separated in the environment; empty: none)",
@@ -355,6 +517,53 @@ SETTINGS: dict[str, Setting] = {
     ),
     "load_definitions": Setting(
         _path, _PATH, "import this definitions file (JSON, as exported) at every start"
+    ),
+    "consumer_timeout": Setting(
+        _in_range(0, 2**53),
+        "a whole number of milliseconds (0: no timeout)",
+        "close a channel whose delivery stays unacknowledged this long (RabbitMQ's "
+        "consumer_timeout)",
+    ),
+    "max_unconfirmed_per_connection": Setting(
+        _in_range(0, 2**31),
+        "a whole number of messages (0: no cap)",
+        "stop reading a confirm publisher with this many publishes unconfirmed, until half "
+        "are confirmed",
+    ),
+    "management_ssl": Setting(
+        _https_listener("management.ssl", with_only=True),
+        _HTTPS,
+        "HTTPS for the management API: port, certfile, keyfile, cacertfile, verify, ...; "
+        "only = true: the plain port refuses credentials",
+    ),
+    "prometheus_tcp_port": Setting(
+        _in_range(0, 65535), _PORT, "serve /metrics on this port too (HTTP)"
+    ),
+    "prometheus_ssl": Setting(
+        _https_listener("prometheus.ssl", with_only=False),
+        _HTTPS,
+        "serve /metrics on this port too (HTTPS): port, certfile, keyfile, ...",
+    ),
+    "management_http_max_body_size": Setting(
+        _in_range(1, 2**31), "a number of bytes", "the largest management request body"
+    ),
+    "management_headers_content_type_options": Setting(
+        _header_value, _HEADER, "X-Content-Type-Options of every management answer"
+    ),
+    "management_headers_frame_options": Setting(
+        _header_value, _HEADER, "X-Frame-Options of every management answer"
+    ),
+    "management_headers_xss_protection": Setting(
+        _header_value,
+        _HEADER,
+        "X-XSS-Protection of every management answer",
+        default_text="none",
+    ),
+    "management_csp_policy": Setting(
+        _header_value, _HEADER, "Content-Security-Policy of every management answer"
+    ),
+    "management_hsts_policy": Setting(
+        _header_value, _HEADER, "Strict-Transport-Security of every HTTPS management answer"
     ),
 }
 

@@ -31,6 +31,8 @@ from leveret.erlang_terms import (  # noqa: F401 - re-exported for callers of th
     field_type_name,
     to_bytes,
 )
+from leveret.queues.stream_offsets import max_age_error
+from leveret.queues.stream_retention import MAX_STREAM_SEGMENT_SIZE
 
 DEFAULT_VHOST = "/"
 MAX_NAME_BYTES = 255
@@ -472,6 +474,43 @@ OTHER_QUEUE_TYPE_ARGUMENTS = frozenset(
 )
 
 
+# A stream's arguments, in RabbitMQ's order (compared on redeclaration, validated on declare).
+STREAM_QUEUE_ARGUMENTS = (
+    "x-max-length-bytes",
+    "x-queue-type",
+    "x-max-age",
+    "x-stream-max-segment-size-bytes",
+    "x-initial-cluster-size",
+    "x-queue-leader-locator",
+)
+
+# Arguments of the other queue types, refused on a stream rather than ignored.
+STREAM_REFUSED_ARGUMENTS = frozenset(
+    {
+        "x-expires",
+        "x-message-ttl",
+        "x-dead-letter-exchange",
+        "x-dead-letter-routing-key",
+        "x-max-length",
+        "x-max-priority",
+        "x-overflow",
+        "x-queue-mode",
+        "x-queue-version",
+        "x-single-active-consumer",
+        "x-queue-master-locator",
+        "x-dead-letter-strategy",
+        "x-max-in-memory-length",
+        "x-max-in-memory-bytes",
+        "x-quorum-initial-group-size",
+        "x-delivery-limit",
+    }
+)
+
+
+def is_stream(arguments: Mapping[str, Any]) -> bool:
+    return arguments.get("x-queue-type") in ("stream", b"stream")
+
+
 def check_queue_equivalence(
     name: str,
     vhost: str,
@@ -489,7 +528,7 @@ def check_queue_equivalence(
         "auto_delete", resource, existing.auto_delete, requested.auto_delete, method
     )
     check_arguments_equivalence(
-        CLASSIC_QUEUE_ARGUMENTS,
+        STREAM_QUEUE_ARGUMENTS if is_stream(existing.arguments) else CLASSIC_QUEUE_ARGUMENTS,
         resource,
         existing.arguments,
         existing.argument_types,
@@ -506,7 +545,7 @@ QUEUE_MODES = ("default", "lazy")
 QUEUE_VERSIONS = (1, 2)
 QUEUE_LEADER_LOCATORS = ("client-local", "balanced", "random", "least-leaders")
 KNOWN_QUEUE_TYPES = ("classic", "quorum", "stream")
-SUPPORTED_QUEUE_TYPES = ("classic",)
+SUPPORTED_QUEUE_TYPES = ("classic", "stream")
 
 # A validator returns None when the value is acceptable, else the error term RabbitMQ prints.
 _Validator = Callable[[Any, str, Mapping[str, Any]], Any]
@@ -653,6 +692,9 @@ def validate_queue_arguments(
             error = _unsupported("queue type")(value)
         if error is not None:
             raise _invalid_arg("x-queue-type", resource, error, method)
+    if is_stream(arguments):
+        _validate_stream_arguments(arguments, types, resource, method)
+        return
     for key, validator in _CLASSIC_VALIDATORS:
         if key in arguments:
             value = arguments[key]
@@ -666,6 +708,74 @@ def validate_queue_arguments(
                 f"invalid arg '{key}' for {resource} of queue type rabbit_classic_queue",
                 method,
             )
+
+
+def _max_age(value: Any, type_name: str, arguments: Mapping[str, Any]) -> Any:
+    return max_age_error(value, type_name)
+
+
+def _initial_cluster_size(value: Any, type_name: str, arguments: Mapping[str, Any]) -> Any:
+    error = _non_negative(value, type_name, arguments)
+    if error is None and value == 0:
+        return (Atom("value_zero"), value)
+    return error
+
+
+# RabbitMQ's declare-time validators for a stream, in the order it runs them.
+_STREAM_VALIDATORS: tuple[tuple[str, _Validator], ...] = (
+    ("x-max-length-bytes", _non_negative),
+    ("x-max-age", _max_age),
+    ("x-stream-max-segment-size-bytes", _non_negative),
+    ("x-initial-cluster-size", _initial_cluster_size),
+    (
+        "x-queue-leader-locator",
+        _one_of(QUEUE_LEADER_LOCATORS, lambda value: Atom("invalid_queue_locator_arg")),
+    ),
+)
+
+
+def _validate_stream_arguments(
+    arguments: Mapping[str, Any],
+    types: Mapping[str, str],
+    resource: str,
+    method: tuple[int, int],
+) -> None:
+    for key, validator in _STREAM_VALIDATORS:
+        if key in arguments:
+            value = arguments[key]
+            error = validator(value, field_type_name(value, types.get(key)), arguments)
+            if error is not None:
+                raise _invalid_arg(key, resource, error, method)
+    for key in arguments:
+        if key in STREAM_REFUSED_ARGUMENTS:
+            raise AMQPError(
+                ReplyCode.PRECONDITION_FAILED,
+                f"invalid arg '{key}' for {resource} of queue type rabbit_stream_queue",
+                method,
+            )
+
+
+def check_stream_properties(
+    name: str, requested: QueueDecl, vhost: str, method: tuple[int, int]
+) -> None:
+    """What RabbitMQ's stream type refuses once the arguments are valid, in its order."""
+    resource = describe("queue", name, vhost)
+    for refused, what in (
+        (requested.auto_delete, "auto-delete"),
+        (requested.exclusive, "exclusive-owner"),
+        (not requested.durable, "non-durable"),
+    ):
+        if refused:
+            raise AMQPError(
+                ReplyCode.PRECONDITION_FAILED, f"invalid property '{what}' for {resource}", method
+            )
+    size = requested.arguments.get("x-stream-max-segment-size-bytes")
+    if isinstance(size, int) and size > MAX_STREAM_SEGMENT_SIZE:
+        raise AMQPError(
+            ReplyCode.PRECONDITION_FAILED,
+            "Exceeded max value for x-stream-max-segment-size-bytes",
+            method,
+        )
 
 
 def check_queue_declare(
@@ -687,6 +797,12 @@ def check_queue_declare(
     name on a non-passive declare, existing or not). `owner` is the existing queue's exclusive
     owner and `connection` the declaring one, compared by identity.
     """
+    if server_named and not passive and is_stream(requested.arguments):
+        raise AMQPError(
+            ReplyCode.PRECONDITION_FAILED,
+            "Cannot declare a server-named queue for type rabbit_stream_queue",
+            method,
+        )
     if passive:
         if existing is None:
             raise not_found("queue", name, vhost, method)
@@ -707,4 +823,6 @@ def check_queue_declare(
         check_queue_equivalence(name, vhost, existing, requested, method)
         return False
     validate_queue_arguments(name, requested.arguments, requested.argument_types, vhost, method)
+    if is_stream(requested.arguments):
+        check_stream_properties(name, requested, vhost, method)
     return True

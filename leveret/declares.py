@@ -10,8 +10,10 @@ RabbitMQ's for a metadata store timeout: 541 INTERNAL_ERROR, which closes the co
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import declare_rules as rules
@@ -21,6 +23,7 @@ from .amqp import methods as m
 from .amqp.errors import AMQPError, ReplyCode, precondition_failed
 from .amqp.fields import argument_types
 from .exchanges.base import Binding
+from .limits import check_queue_limit
 from .metadata import Command, MetadataStore, MetadataUnavailable, Reply
 from .names import RUN_ID
 from .queues.remote import RemoteQueue, RequestKind
@@ -29,6 +32,10 @@ if TYPE_CHECKING:
     from .channel import Channel
 
 log = logging.getLogger(__name__)
+
+# How many times a declare is made again when the queue it found is deleted before its
+# declare-ok (each time needs another client's delete in that window).
+_DECLARE_ATTEMPTS = 20
 
 
 async def _decide(
@@ -51,6 +58,33 @@ async def _decide(
     return reply
 
 
+async def _barrier(metadata: MetadataStore, timeout_text: str, method: tuple[int, int]) -> None:
+    try:
+        await metadata.catch_up()
+    except MetadataUnavailable as error:
+        log.warning("%s: %s", timeout_text, error)
+        raise AMQPError(ReplyCode.INTERNAL_ERROR, timeout_text, method, hard=True) from None
+
+
+def when_current(
+    channel: Channel,
+    metadata: MetadataStore,
+    again: Callable[[], None],
+    timeout_text: str,
+    method: tuple[int, int],
+) -> None:
+    """Run `again` (the same method, this time answered from this node's view) once the view is
+    known current. A node back from a pause, a restart or a partition may not yet have applied
+    what other nodes' clients were already told (a queue deleted, made or bound); an answer from
+    that view ("exists", "no queue", "inequivalent arg") would contradict them, as the fault
+    harness's linearizability check showed. Without a majority the method fails as a change
+    does: 541, with its timeout text. A lone node's view is always current."""
+    if not metadata.may_lag:
+        again()
+        return
+    channel.session.wait_then(channel, _barrier(metadata, timeout_text, method), lambda _: again())
+
+
 def _reply_unless(channel: Channel, no_wait: bool, method: m.Method) -> None:
     if not no_wait:
         channel.reply(method)
@@ -65,9 +99,17 @@ def _answer(channel: Channel, ok: m.Method | None) -> None:
 # --- exchanges ----------------------------------------------------------------------------------
 
 
-def exchange_declare(channel: Channel, metadata: MetadataStore, method: m.ExchangeDeclare) -> None:
+def exchange_declare(
+    channel: Channel, metadata: MetadataStore, method: m.ExchangeDeclare, *, current: bool = False
+) -> None:
     vhost = channel.vhost
     name = rules.strip_cr_lf(method.exchange)
+    described = rules.describe("exchange", name, vhost.name)
+    text = f"failed to declare {described} because the operation timed out"
+    if name in vhost.exchanges and not current:
+        again = functools.partial(exchange_declare, channel, metadata, method, current=True)
+        when_current(channel, metadata, again, text, method.ids)
+        return
     requested = vhost.check_exchange_declare(
         name,
         method.type,
@@ -83,8 +125,6 @@ def exchange_declare(channel: Channel, metadata: MetadataStore, method: m.Exchan
         return
 
     async def decide() -> None:
-        described = rules.describe("exchange", name, vhost.name)
-        text = f"failed to declare {described} because the operation timed out"
         reply = await _decide(
             metadata, commands.declare_exchange(vhost.name, name, requested), text, method.ids
         )
@@ -97,10 +137,17 @@ def exchange_declare(channel: Channel, metadata: MetadataStore, method: m.Exchan
     )
 
 
-def exchange_delete(channel: Channel, metadata: MetadataStore, method: m.ExchangeDelete) -> None:
+def exchange_delete(
+    channel: Channel, metadata: MetadataStore, method: m.ExchangeDelete, *, current: bool = False
+) -> None:
     vhost = channel.vhost
     name = rules.strip_cr_lf(method.exchange)
     exchange = vhost.exchanges.get(name)
+    text = f"failed to delete {rules.describe('exchange', name, vhost.name)} due to a timeout"
+    if exchange is None and not current:
+        again = functools.partial(exchange_delete, channel, metadata, method, current=True)
+        when_current(channel, metadata, again, text, method.ids)
+        return
     # Refuses the default and "amq." exchanges; a missing exchange is deleted already.
     rules.check_exchange_delete(
         name,
@@ -115,7 +162,6 @@ def exchange_delete(channel: Channel, metadata: MetadataStore, method: m.Exchang
         return
 
     async def decide() -> None:
-        text = f"failed to delete {rules.describe('exchange', name, vhost.name)} due to a timeout"
         reply = await _decide(
             metadata, commands.delete_exchange(vhost.name, name, method.if_unused), text, method.ids
         )
@@ -142,10 +188,13 @@ def bind(
     arguments: dict[str, Any],
     method: m.Method,
     ok: m.Method | None,
+    *,
+    current: bool = False,
 ) -> None:
     """Add a binding (`ok` is the reply to send, None for no-wait)."""
     vhost = channel.vhost
     ids = method.ids
+    text = "Could not add binding due to timeout"
 
     def check(source_exists: bool, destination_exists: bool) -> None:
         rules.check_bind(
@@ -158,9 +207,21 @@ def bind(
             method=ids,
         )
 
-    check(source in vhost.exchanges, vhost.has_destination(kind, destination))
-    exchange = vhost.exchanges[source]
+    source_exists = source in vhost.exchanges
+    destination_exists = vhost.has_destination(kind, destination)
     binding = Binding.of(source, destination, kind, routing_key, arguments)  # type: ignore[arg-type]
+    answered_here = not (source_exists and destination_exists) or vhost.exchanges[
+        source
+    ].has_binding(binding)
+    if answered_here and not current:
+        again = functools.partial(
+            bind, channel, metadata, source, destination, kind, routing_key, arguments, method, ok,
+            current=True,
+        )  # fmt: skip
+        when_current(channel, metadata, again, text, ids)
+        return
+    check(source_exists, destination_exists)
+    exchange = vhost.exchanges[source]
     exchange.validate_binding(binding, ids)
     if exchange.has_binding(binding):
         _answer(channel, ok)
@@ -170,7 +231,7 @@ def bind(
         reply = await _decide(
             metadata,
             commands.bind(vhost.name, binding),
-            "Could not add binding due to timeout",
+            text,
             ids,
         )
         if reply["status"] == "not_found":
@@ -189,24 +250,41 @@ def unbind(
     arguments: dict[str, Any],
     method: m.Method,
     ok: m.Method | None,
+    *,
+    current: bool = False,
 ) -> None:
     """Remove a binding; removing a missing one succeeds, as in RabbitMQ."""
     vhost = channel.vhost
+    text = "Could not remove binding due to timeout"
     rules.check_unbind(source, destination, kind, method.ids)
     binding = Binding.of(source, destination, kind, routing_key, arguments)  # type: ignore[arg-type]
     exchange = vhost.exchanges.get(source)
     if exchange is None or not exchange.has_binding(binding):
+        if not current:
+            again = functools.partial(
+                unbind, channel, metadata, source, destination, kind, routing_key, arguments,
+                method, ok, current=True,
+            )  # fmt: skip
+            when_current(channel, metadata, again, text, method.ids)
+            return
         _answer(channel, ok)
         return
     command = commands.unbind(vhost.name, binding)
-    pending = _decide(metadata, command, "Could not remove binding due to timeout", method.ids)
+    pending = _decide(metadata, command, text, method.ids)
     channel.session.wait_then(channel, pending, lambda _: _answer(channel, ok))
 
 
 # --- queues -------------------------------------------------------------------------------------
 
 
-def queue_declare(channel: Channel, metadata: MetadataStore, method: m.QueueDeclare) -> None:
+def queue_declare(
+    channel: Channel,
+    metadata: MetadataStore,
+    method: m.QueueDeclare,
+    *,
+    current: bool = False,
+    attempt: int = 0,
+) -> None:
     """A non-passive queue.declare: the queue's home is this node when it is created."""
     session, vhost = channel.session, channel.vhost
     name = rules.strip_cr_lf(method.queue)
@@ -241,7 +319,15 @@ def queue_declare(channel: Channel, metadata: MetadataStore, method: m.QueueDecl
         if queue is None:
             remote = vhost.remote_queues.get(name)
             if remote is not None:
-                channel.declare_ok(channel.remote_client(remote, method), method)  # its counts
+                # A server-named queue is this client's own: no one else deletes it meanwhile.
+                again = (
+                    None
+                    if server_named or attempt + 1 >= _DECLARE_ATTEMPTS
+                    else functools.partial(
+                        queue_declare, channel, metadata, method, current=True, attempt=attempt + 1
+                    )
+                )
+                _remote_declare_ok(channel, metadata, remote, method, timeout_text, again)
                 return
         if queue is not None:
             queue.touch()  # a redeclare, passive or not, renews an x-expires lease
@@ -249,10 +335,19 @@ def queue_declare(channel: Channel, metadata: MetadataStore, method: m.QueueDecl
             counts = (queue.message_count, queue.consumer_count) if queue is not None else (0, 0)
             channel.reply(m.QueueDeclareOk(name, *counts))
 
+    timeout_text = (
+        f"Could not declare {rules.describe('queue', name, vhost.name)} on node "
+        f"'{metadata.node_name}' because the metadata store operation timed out"
+    )
     known = vhost.known_queue(name)
+    if known is not None and not current:
+        again = functools.partial(queue_declare, channel, metadata, method, current=True)
+        when_current(channel, metadata, again, timeout_text, method.ids)
+        return
     if not check(*(known or (None, None))):
         declared()
         return
+    check_queue_limit(session.broker.registry.vhost_limits.get(vhost.name), vhost, name, method.ids)
     owner_tag = session.owner_tag if method.exclusive else None
     # An exclusive queue stays with its connection; others go where their locator says.
     home, run = (
@@ -263,17 +358,51 @@ def queue_declare(channel: Channel, metadata: MetadataStore, method: m.QueueDecl
     command = commands.declare_queue(vhost.name, name, requested.as_stored(), owner_tag, home, run)
 
     async def decide() -> None:
-        text = (
-            f"Could not declare {rules.describe('queue', name, vhost.name)} on node "
-            f"'{metadata.node_name}' because the metadata store operation timed out"
-        )
-        reply = await _decide(metadata, command, text, method.ids)
+        reply = await _decide(metadata, command, timeout_text, method.ids)
         if reply["status"] != "created":
             record = commands.replied_queue(reply)
             owner = record.exclusive_owner
             check(commands.queue_decl(record), session if owner == session.owner_tag else owner)
 
     session.wait_then(channel, decide(), declared)
+
+
+def _remote_declare_ok(
+    channel: Channel,
+    metadata: MetadataStore,
+    remote: RemoteQueue,
+    method: m.QueueDeclare,
+    timeout_text: str,
+    again: Callable[[], None] | None,
+) -> None:
+    """declare-ok with the counts of the queue's home node. A delete decided between this
+    declare and the home node's answer leaves no queue there: then the declare is made `again`
+    (it creates the queue anew), as RabbitMQ's channel loops between declare and stat, instead
+    of refusing a declare with "no queue"."""
+    client = channel.remote_client(remote, method)
+    vhost = channel.vhost
+
+    async def counts() -> tuple[int, int] | None:
+        link = client.link()  # 404 at once when the home node is down
+        try:
+            status = await client.request(link, RequestKind.STATUS)
+        except AMQPError as error:
+            if error.code != ReplyCode.NOT_FOUND or again is None:
+                raise
+            await _barrier(metadata, timeout_text, method.ids)
+            if vhost.remote_queues.get(remote.name) is remote:
+                raise  # still there: the home node's refusal stands
+            return None
+        return status.message_count, status.consumer_count
+
+    def answer(found: tuple[int, int] | None) -> None:
+        if found is None:
+            assert again is not None
+            again()
+        elif not method.no_wait:
+            channel.reply(m.QueueDeclareOk(remote.name, *found))
+
+    channel.session.wait_then(channel, counts(), answer)
 
 
 def _place(
@@ -307,12 +436,27 @@ def _place(
 
 
 def queue_delete(
-    channel: Channel, metadata: MetadataStore, name: str, method: m.QueueDelete
+    channel: Channel,
+    metadata: MetadataStore,
+    name: str,
+    method: m.QueueDelete,
+    *,
+    current: bool = False,
 ) -> None:
     session, vhost = channel.session, channel.vhost
     queue = vhost.queues.get(name)
     remote = vhost.remote_queues.get(name)
+    text = "The operation to delete the queue from the metadata store timed out"
+    if queue is None and not current:
+        # A remote queue's answers (its home node down, if-unused) come from this view as well.
+        again = functools.partial(queue_delete, channel, metadata, name, method, current=True)
+        when_current(channel, metadata, again, text, method.ids)
+        return
     if queue is None and remote is None:
+        if not current:
+            again = functools.partial(queue_delete, channel, metadata, name, method, current=True)
+            when_current(channel, metadata, again, text, method.ids)
+            return
         # Deleting a missing queue succeeds, as in RabbitMQ.
         _reply_unless(channel, method.no_wait, m.QueueDeleteOk(0))
         return
@@ -322,7 +466,6 @@ def queue_delete(
     assert queue is not None
     channel.check_deletable(queue, method)
     owner_tag = session.owner_tag if queue.exclusive_owner is session else None
-    text = "The operation to delete the queue from the metadata store timed out"
     pending = _decide(
         metadata, commands.delete_queue(vhost.name, name, owner_tag), text, method.ids
     )
@@ -342,14 +485,29 @@ def _delete_remote(
     client = channel.remote_client(remote, method)
     link = client.link()
     where = f"queue '{remote.name}' in vhost '{vhost.name}'"
+    text = "The operation to delete the queue from the metadata store timed out"
 
     async def delete() -> int:
-        status = await client.request(link, RequestKind.STATUS)
+        try:
+            status = await client.request(link, RequestKind.STATUS)
+        except AMQPError as error:
+            if error.code != ReplyCode.NOT_FOUND:
+                raise
+            # Deleted meanwhile through another node: a missing queue is deleted already.
+            await _barrier(metadata, text, method.ids)
+            if vhost.remote_queues.get(remote.name) is remote:
+                raise
+            return 0
+        if client.stream:
+            # RabbitMQ deletes a stream whatever if-unused and if-empty say, and counts 0.
+            await _decide(
+                metadata, commands.delete_queue(vhost.name, remote.name, None), text, method.ids
+            )
+            return 0
         if method.if_unused and status.consumer_count:
             raise precondition_failed(f"{where} in use", method.ids)
         if method.if_empty and status.message_count:
             raise precondition_failed(f"{where} is not empty", method.ids)
-        text = "The operation to delete the queue from the metadata store timed out"
         await _decide(
             metadata, commands.delete_queue(vhost.name, remote.name, None), text, method.ids
         )

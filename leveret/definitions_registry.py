@@ -15,6 +15,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .limits import (
+    VHOST_LIMIT_NAMES,
+    VHOST_LIMITS_COMPONENT,
+    VHOST_LIMITS_NAME,
+    LimitInvalid,
+    checked_limits,
+    erlang_term,
+    vhost_limits_value,
+)
+
 PolicyKind = Literal["policy", "operator_policy"]
 ChangeListener = Callable[[str, str], None]  # (what changed, vhost)
 
@@ -81,6 +91,16 @@ def _accept_any(vhost: str, name: str, value: Any) -> str | None:
     return None
 
 
+def _vhost_limits(vhost: str, name: str, value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return f"{erlang_term(value)} is not a valid limits definition"
+    try:
+        checked_limits(value, VHOST_LIMIT_NAMES, "limits")
+    except LimitInvalid as invalid:
+        return str(invalid)
+    return None
+
+
 class DefinitionsRegistry:
     """The node's policies, operator policies, parameters and vhost metadata."""
 
@@ -102,6 +122,7 @@ class DefinitionsRegistry:
         self._components: dict[str, ComponentValidator] = {
             "federation-upstream": _accept_any,
             "federation-upstream-set": _accept_any,
+            VHOST_LIMITS_COMPONENT: _vhost_limits,
         }
         self._listeners: list[ChangeListener] = []
 
@@ -185,11 +206,15 @@ class DefinitionsRegistry:
         key = (parameter.component, parameter.vhost, parameter.name)
         created = key not in self._parameters
         self._parameters[key] = parameter
+        if key[0] == VHOST_LIMITS_COMPONENT and key[2] == VHOST_LIMITS_NAME:
+            self.vhost_limits[parameter.vhost] = vhost_limits_value(parameter.value)
         self._changed("parameter", parameter.vhost)
         return created
 
     def clear_parameter(self, component: str, vhost: str, name: str) -> bool:
         removed = self._parameters.pop((component, vhost, name), None)
+        if component == VHOST_LIMITS_COMPONENT and name == VHOST_LIMITS_NAME:
+            self.vhost_limits.pop(vhost, None)
         if removed is not None:
             self._changed("parameter", vhost)
         return removed is not None

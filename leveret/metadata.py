@@ -57,6 +57,19 @@ class MetadataStore(Protocol):
         """Resolves once this node's model has followed the store up to `index`."""
         ...
 
+    @property
+    def may_lag(self) -> bool:
+        """Whether another node may have had a change decided that this node has not applied
+        yet (false for a lone node, whose model is always current)."""
+        ...
+
+    def catch_up(self) -> Awaitable[None]:
+        """Resolves once this node's model has every change decided before the call.
+
+        Raises MetadataUnavailable when the store cannot tell now.
+        """
+        ...
+
     def submit_eventually(self, command: Command) -> None:
         """Submit `command` in the background, retrying until it is decided (for deletions the
         node itself starts: auto-delete, expiry, the end of an exclusive queue's connection)."""

@@ -54,6 +54,15 @@ class MessageStores:
             str(directory), shared=self.shared(vhost), committer=self.committer, fs=self.fs
         )
 
+    def open_stream(self, vhost: str, queue: str, segment_size: int) -> QueueStore:
+        """A stream's log is a queue store whose records are never acked: the same segment
+        files, group commit and recovery, with segments of the stream's own size. Bodies stay
+        in its own records (no shared store), so deleting a segment frees its space at once."""
+        directory = self.root / _dir_name(vhost) / "queues" / _dir_name(queue)
+        return QueueStore.open(
+            str(directory), committer=self.committer, fs=self.fs, segment_size=segment_size
+        )
+
     def finish_recovery(self) -> None:
         """Every durable queue is open: unreferenced shared bodies may go now."""
         for store in self._shared.values():

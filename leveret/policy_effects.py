@@ -23,6 +23,12 @@ def apply_to_queue(registry: DefinitionsRegistry, queue: ClassicQueue) -> None:
     operator = registry.effective_policy("operator_policy", queue.vhost, "queue", queue.name)
     queue.policy = policy.name if policy is not None else None
     queue.operator_policy = operator.name if operator is not None else None
+    if queue.stream:
+        queue.apply_policies(  # type: ignore[attr-defined]
+            policy.definition if policy is not None else None,
+            operator.definition if operator is not None else None,
+        )
+        return
     queue.apply_settings(
         resolve(
             queue.arguments,

@@ -29,8 +29,15 @@ from .amqp.constants import (
 )
 from .amqp.errors import AMQPError, ReplyCode, resource_locked
 from .amqp.frames import method_frame
-from .auth import MECHANISMS, SaslError, is_loopback, parse_response
+from .auth import MECHANISMS, TLS_MECHANISMS, SaslError, external_login, is_loopback, parse_response
 from .channel import Channel
+from .limits import (
+    limit_of,
+    user_channels_refused,
+    user_connections_refused,
+    vhost_connections_refused,
+)
+from .metadata import MetadataUnavailable
 from .metadata_commands import delete_queue as delete_queue_command
 from .names import RUN_ID
 
@@ -38,9 +45,28 @@ if TYPE_CHECKING:
     from .broker import Broker
     from .queues.classic import ClassicQueue
     from .queues.remote import HomeLink
+    from .tls_peer import TLSPeer
     from .vhost import VirtualHost
 
 log = logging.getLogger(__name__)
+
+# Methods whose 404 may only mean that a name another node just declared has not reached this
+# node's model yet. RabbitMQ's metadata is synchronous (a declare-ok on one node means every node
+# knows the name), so before answering 404 a clustered node catches up with the cluster once and
+# tries again: one read barrier, paid only on a miss.
+_CATCH_UP_ON_MISS = frozenset(
+    {
+        m.QueueDeclare,
+        m.ExchangeDeclare,
+        m.BasicConsume,
+        m.BasicGet,
+        m.QueueBind,
+        m.QueueUnbind,
+        m.ExchangeBind,
+        m.ExchangeUnbind,
+        m.QueuePurge,
+    }
+)
 
 _session_numbers = itertools.count(1)
 
@@ -78,10 +104,19 @@ class Transport(Protocol):
 class Session:
     """Feeds client bytes through the sans-IO connection and acts on its events."""
 
-    def __init__(self, broker: Broker, transport: Transport, peer: tuple[str, int]) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        transport: Transport,
+        peer: tuple[str, int],
+        tls: TLSPeer | None = None,
+    ) -> None:
         self.broker = broker
         self.transport = transport
         self.peer = peer
+        self.tls = tls  # set on an AMQPS connection: its protocol, cipher, client certificate
+        self.mechanisms = TLS_MECHANISMS if tls is not None else MECHANISMS
+        self.auth_mechanism = "PLAIN"
         self.conn = ServerConnection(max_content_size=broker.config.max_message_size)
         self.channels: dict[int, Channel] = {}
         self.vhost: VirtualHost = None  # type: ignore[assignment]  # set by connection.open
@@ -102,6 +137,8 @@ class Session:
         # Set while a channel method waits for the cluster to decide a definition change: the
         # connection's later frames wait too, so that each channel sees its methods in order.
         self._waiting = False
+        # Set while this publisher has too many publishes unconfirmed (the config's cap).
+        self.paused_for_confirms = False
         # How the cluster names this connection as the owner of its exclusive queues.
         self.owner_tag = f"{broker.config.node_name}/{RUN_ID}/{next(_session_numbers)}"
         self.closed = False
@@ -146,6 +183,27 @@ class Session:
         for channel in channels.values():
             if channel.confirming:
                 channel.flush_confirms()
+        cap = self.broker.config.max_unconfirmed_per_connection
+        if cap and not self.paused_for_confirms and self.unconfirmed() > cap:
+            # As RabbitMQ's credit flow: a publisher far ahead of its confirms is read no
+            # further, so that what it sent meanwhile does not pile up in this node's memory.
+            self.paused_for_confirms = True
+            self.transport.set_reading(False)
+
+    def unconfirmed(self) -> int:
+        """Publishes read on this connection in confirm mode and not yet confirmed."""
+        return sum(
+            ch.confirms.published - ch.confirms.settled
+            for ch in self.channels.values()
+            if ch.confirming
+        )
+
+    def confirms_sent(self) -> None:
+        """A channel sent confirms: read again once half of the cap is left unconfirmed."""
+        cap = self.broker.config.max_unconfirmed_per_connection
+        if self.paused_for_confirms and self.unconfirmed() <= cap // 2:
+            self.paused_for_confirms = False
+            self._resume_reading()
 
     def connection_lost(self) -> None:
         """The socket is gone: release channels and exclusive queues."""
@@ -212,7 +270,13 @@ class Session:
 
     def _resume_reading(self) -> None:
         """Read again unless something else still holds this connection back."""
-        if not (self._throttled_by or self.blocked or self._waiting or self.closed):
+        if not (
+            self._throttled_by
+            or self.blocked
+            or self._waiting
+            or self.paused_for_confirms
+            or self.closed
+        ):
             self.transport.set_reading(True)
 
     def set_alarm(self, reason: str | None) -> None:
@@ -300,6 +364,11 @@ class Session:
             return
         kind = type(method)
         if kind is m.ChannelOpen:
+            try:
+                self._check_channel_limit(method.ids)
+            except AMQPError as error:
+                self._connection_error(error, False)
+                return
             self.channels[number] = Channel(self, number)
             self.write(method_frame(number, m.ChannelOpenOk()))
             return
@@ -315,7 +384,23 @@ class Session:
         try:
             channel.handle_method(method)
         except AMQPError as error:
+            if (
+                error.code == ReplyCode.NOT_FOUND
+                and kind in _CATCH_UP_ON_MISS
+                and self.broker.metadata.may_lag
+            ):
+                self.wait_then(
+                    channel, self._caught_up(error), lambda _: channel.handle_method(method)
+                )
+                return
             self._handle_error(number, error)
+
+    async def _caught_up(self, miss: AMQPError) -> None:
+        """This node's model has every change decided before the miss (or the miss stands)."""
+        try:
+            await self.broker.metadata.catch_up()
+        except MetadataUnavailable:
+            raise miss from None
 
     def _handle_error(self, number: int, error: AMQPError) -> None:
         """The one mapper: soft errors close the channel, hard errors the connection."""
@@ -374,7 +459,7 @@ class Session:
         self.write(
             method_frame(
                 0,
-                m.ConnectionStart(0, 9, properties, " ".join(MECHANISMS).encode(), b"en_US"),
+                m.ConnectionStart(0, 9, properties, " ".join(self.mechanisms).encode(), b"en_US"),
             )
         )
 
@@ -399,22 +484,33 @@ class Session:
 
     def _start_ok(self, method: m.ConnectionStartOk) -> None:
         self.client_properties = method.client_properties
-        if method.mechanism not in MECHANISMS:
+        if method.mechanism not in self.mechanisms:
             raise AMQPError(
                 ReplyCode.COMMAND_INVALID,
                 f"invalid authentication mechanism '{method.mechanism}'",
                 method.ids,
             )
-        try:
-            username, password = parse_response(method.mechanism, method.response)
-        except SaslError as exc:
-            raise AMQPError(ReplyCode.SYNTAX_ERROR, str(exc), method.ids) from exc
-        refusal = self.broker.authenticate(username, password)
+        self.auth_mechanism = method.mechanism
+        if method.mechanism == "EXTERNAL":
+            # The user is named by the client's certificate, which TLS has already checked.
+            config = self.broker.config
+            username, refusal = external_login(
+                self.tls, config.ssl_cert_login_from, config.ssl_options
+            )
+            if refusal is None and username not in self.broker.users:
+                refusal = f"user '{username}' - invalid credentials"
+        else:
+            try:
+                username, password = parse_response(method.mechanism, method.response)
+            except SaslError as exc:
+                raise AMQPError(ReplyCode.SYNTAX_ERROR, str(exc), method.ids) from exc
+            refusal = self.broker.authenticate(username, password)
         local_only = username in self.broker.config.loopback_users
         if refusal is None and local_only and not is_loopback(self.peer[0]):
             refusal = f"user '{username}' can only connect via localhost"
         if refusal is not None:
-            log.warning("login refused for %s from %s: %s", username, self.peer[0], refusal)
+            who = username or f"a {method.mechanism} login"
+            log.warning("login refused for %s from %s: %s", who, self.peer[0], refusal)
             if self.client_capability("authentication_failure_close"):
                 error = AMQPError(
                     ReplyCode.ACCESS_REFUSED,
@@ -440,6 +536,7 @@ class Session:
             raise AMQPError(
                 ReplyCode.NOT_ALLOWED, f"vhost {method.virtual_host} not found", method.ids
             )
+        self._check_connection_limits(vhost.name, method.ids)
         if not self.broker.may_access_vhost(self.username, vhost.name):
             raise AMQPError(
                 ReplyCode.NOT_ALLOWED,
@@ -450,6 +547,32 @@ class Session:
         self.phase = "running"
         self.write(method_frame(0, m.ConnectionOpenOk()))
         self.broker.session_opened(self)
+
+    def _check_connection_limits(self, vhost: str, method: tuple[int, int]) -> None:
+        """RabbitMQ's max-connections of the vhost, then of the user, counted across the
+        cluster (the other nodes' connections as gossip last reported them)."""
+        broker = self.broker
+        registry, sessions, elsewhere = broker.registry, broker.sessions, broker.peer_clients
+        limit = limit_of(registry.vhost_limits.get(vhost), "max-connections")
+        if limit is not None:
+            here = sum(1 for s in sessions if s.vhost is not None and s.vhost.name == vhost)
+            if here + elsewhere("vhost", vhost) >= limit:
+                raise vhost_connections_refused(vhost, self.username, limit, method)
+        user = self.username
+        limit = limit_of(registry.user_limits.get(user), "max-connections")
+        if limit is not None:
+            here = sum(1 for s in sessions if s.vhost is not None and s.username == user)
+            if here + elsewhere("user", user) >= limit:
+                raise user_connections_refused(user, limit, method)
+
+    def _check_channel_limit(self, method: tuple[int, int]) -> None:
+        user = self.username
+        limit = limit_of(self.broker.registry.user_limits.get(user), "max-channels")
+        if limit is None:
+            return
+        opened = sum(len(s.channels) for s in self.broker.sessions if s.username == user)
+        if opened + self.broker.peer_clients("user_channels", user) >= limit:
+            raise user_channels_refused(user, limit, method)
 
     def close_for_shutdown(self) -> None:
         """The node is stopping: tell the client, as RabbitMQ does, with 320."""

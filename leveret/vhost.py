@@ -19,6 +19,8 @@ from .queues import queue_type
 from .queues.classic import ClassicQueue
 from .queues.queue_type import QueueRef
 from .queues.remote import HomeLinks, RemoteQueue
+from .queues.stream import StreamQueue
+from .queues.stream_retention import segment_size
 from .routing import route
 
 
@@ -103,6 +105,8 @@ class VirtualHost:
         argument_types: dict[str, str],
     ) -> ClassicQueue:
         """Create a queue (a durable one with its store on disk, recovered if it has one)."""
+        if arguments.get("x-queue-type") in ("stream", b"stream") and self.stores is not None:
+            return self._add_stream(name, arguments, argument_types)
         store = None
         if durable and exclusive_owner is None and self.stores is not None:
             store = self.stores.open_queue(self.name, name)
@@ -119,6 +123,20 @@ class VirtualHost:
         queue.argument_types = argument_types
         queue.on_unused = self._auto_delete
         queue.dead_letterer = self._dead_letter
+        self.queues[name] = queue
+        if self.on_queue_created is not None:
+            self.on_queue_created(queue)
+        return queue
+
+    def _add_stream(
+        self, name: str, arguments: dict[str, Any], argument_types: dict[str, str]
+    ) -> ClassicQueue:
+        assert self.stores is not None
+        store = self.stores.open_stream(self.name, name, segment_size(arguments))
+        queue = StreamQueue(
+            name, self.name, arguments=arguments, store=store, timers=_running_loop()
+        )
+        queue.argument_types = argument_types
         self.queues[name] = queue
         if self.on_queue_created is not None:
             self.on_queue_created(queue)

@@ -59,7 +59,7 @@ class LinkReport(_message.Message):
     def __init__(self, vhost: _Optional[str] = ..., queue: _Optional[str] = ..., upstream: _Optional[str] = ..., upstream_queue: _Optional[str] = ..., id: _Optional[str] = ..., status: _Optional[str] = ..., uri: _Optional[str] = ..., consumer_tag: _Optional[str] = ..., timestamp: _Optional[str] = ..., error: _Optional[str] = ..., local_connection: _Optional[str] = ..., demand: _Optional[str] = ...) -> None: ...
 
 class NodeReport(_message.Message):
-    __slots__ = ("version", "alarms", "memory_used", "disk_free", "queues", "run", "links")
+    __slots__ = ("version", "alarms", "memory_used", "disk_free", "queues", "run", "links", "clients")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ALARMS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_USED_FIELD_NUMBER: _ClassVar[int]
@@ -67,6 +67,7 @@ class NodeReport(_message.Message):
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     RUN_FIELD_NUMBER: _ClassVar[int]
     LINKS_FIELD_NUMBER: _ClassVar[int]
+    CLIENTS_FIELD_NUMBER: _ClassVar[int]
     version: int
     alarms: _containers.RepeatedScalarFieldContainer[str]
     memory_used: int
@@ -74,7 +75,18 @@ class NodeReport(_message.Message):
     queues: _containers.RepeatedCompositeFieldContainer[QueueCounters]
     run: str
     links: _containers.RepeatedCompositeFieldContainer[LinkReport]
-    def __init__(self, version: _Optional[int] = ..., alarms: _Optional[_Iterable[str]] = ..., memory_used: _Optional[int] = ..., disk_free: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[QueueCounters, _Mapping]]] = ..., run: _Optional[str] = ..., links: _Optional[_Iterable[_Union[LinkReport, _Mapping]]] = ...) -> None: ...
+    clients: _containers.RepeatedCompositeFieldContainer[ClientCount]
+    def __init__(self, version: _Optional[int] = ..., alarms: _Optional[_Iterable[str]] = ..., memory_used: _Optional[int] = ..., disk_free: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[QueueCounters, _Mapping]]] = ..., run: _Optional[str] = ..., links: _Optional[_Iterable[_Union[LinkReport, _Mapping]]] = ..., clients: _Optional[_Iterable[_Union[ClientCount, _Mapping]]] = ...) -> None: ...
+
+class ClientCount(_message.Message):
+    __slots__ = ("kind", "name", "count")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    name: str
+    count: int
+    def __init__(self, kind: _Optional[str] = ..., name: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class MemberState(_message.Message):
     __slots__ = ("name", "status", "incarnation", "report", "has_report")

@@ -41,6 +41,8 @@ class UserRecord:
     password_hash: str = ""
     hashing_algorithm: str = "rabbit_password_hashing_sha256"
     tags: tuple[str, ...] = ()
+    # max-connections, max-channels (RabbitMQ keeps them in the user's record too).
+    limits: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -315,6 +317,24 @@ class DeleteUser:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SetUserLimits:
+    """Set some of a user's limits, keeping the others (values are checked before)."""
+
+    op: ClassVar[str] = "set_user_limits"
+    name: str
+    limits: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClearUserLimit:
+    """Remove one of a user's limits, or all of them when `limit` is "all"."""
+
+    op: ClassVar[str] = "clear_user_limit"
+    name: str
+    limit: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SetPermissions:
     op: ClassVar[str] = "set_permissions"
     user: str
@@ -504,6 +524,8 @@ Command: TypeAlias = (
     | DeleteVhost
     | PutUser
     | DeleteUser
+    | SetUserLimits
+    | ClearUserLimit
     | SetPermissions
     | ClearPermissions
     | DeclareExchange
@@ -720,6 +742,12 @@ _DECODERS: dict[str, Callable[[dict[str, Any]], Command]] = {
     "delete_vhost": _named(DeleteVhost),
     "put_user": _put_user,
     "delete_user": _named(DeleteUser),
+    "set_user_limits": lambda body: SetUserLimits(
+        name=_field(body, "name", str), limits=_field(body, "limits", dict)
+    ),
+    "clear_user_limit": lambda body: ClearUserLimit(
+        name=_field(body, "name", str), limit=_field(body, "limit", str)
+    ),
     "set_permissions": _set_permissions,
     "clear_permissions": lambda body: ClearPermissions(
         user=_field(body, "user", str), vhost=_field(body, "vhost", str)

@@ -36,6 +36,16 @@ class LinkReport:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientCount:
+    """How many connections (`kind` "vhost" or "user") or channels ("user_channels") a node
+    has for one vhost or user."""
+
+    kind: str
+    name: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
 class NodeReport:
     """A node's own account of itself; `version` orders the reports of one incarnation."""
 
@@ -46,6 +56,7 @@ class NodeReport:
     queues: tuple[QueueCounters, ...] = ()
     run: str = ""  # which run of the node (a new one at each start)
     links: tuple[LinkReport, ...] = ()  # the federation links the node runs
+    clients: tuple[ClientCount, ...] = ()  # for the cluster-wide connection and channel limits
 
     def with_version(self, version: int) -> NodeReport:
         return replace(self, version=version)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cluster.gossip.report import LinkReport, NodeReport, QueueCounters
+from cluster.gossip.report import ClientCount, LinkReport, NodeReport, QueueCounters
 from cluster.gossip.swim import MemberState, MemberStatus
 from proto import gossip_pb2
 
@@ -53,6 +53,10 @@ def _encode(state: MemberState) -> gossip_pb2.MemberState:
             gossip_pb2.LinkReport(**{name: getattr(link, name) for name in _LINK_FIELDS})
             for link in report.links
         )
+        item.report.clients.extend(
+            gossip_pb2.ClientCount(kind=client.kind, name=client.name, count=client.count)
+            for client in report.clients
+        )
     return item
 
 
@@ -74,5 +78,6 @@ def _decode(item: gossip_pb2.MemberState) -> MemberState:
                 LinkReport(**{name: getattr(link, name) for name in _LINK_FIELDS})
                 for link in wire.links
             ),
+            clients=tuple(ClientCount(c.kind, c.name, c.count) for c in wire.clients),
         )
     return MemberState(item.name, _FROM_WIRE[item.status], item.incarnation, report)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from cluster.metadata.exchanges import remove_bindings
 from cluster.metadata.replies import Handlers, Reply, reply
 from cluster.metadata.tables import Tables
 from proto.metadata_schema import (
     AddVhost,
     ClearPermissions,
+    ClearUserLimit,
     CommandError,
     DeleteUser,
     DeleteVhost,
@@ -18,6 +21,7 @@ from proto.metadata_schema import (
     PutUser,
     QueueDeleted,
     SetPermissions,
+    SetUserLimits,
     UserChanged,
     UserDeleted,
     UserRecord,
@@ -90,9 +94,32 @@ def put_user(tables: Tables, command: PutUser) -> tuple[Reply, list[Effect]]:
         hashing_algorithm=command.hashing_algorithm or "rabbit_password_hashing_sha256",
         tags=tuple(sorted(command.tags)),
     )
-    status = "updated" if (name,) in tables.users else "created"
+    current = tables.users.get((name,))
+    if current is not None:
+        # As RabbitMQ: replacing a user's password or tags keeps its limits.
+        record = replace(record, limits=current.limits)
     tables.put("users", record)
-    return reply(status), [UserChanged(user=name)]
+    return reply("updated" if current is not None else "created"), [UserChanged(user=name)]
+
+
+def set_user_limits(tables: Tables, command: SetUserLimits) -> tuple[Reply, list[Effect]]:
+    """Merge limits into a user's."""
+    current = tables.users.get((command.name,))
+    if current is None:
+        return reply("not_found"), []
+    tables.put("users", replace(current, limits={**current.limits, **command.limits}))
+    return reply("updated"), [UserChanged(user=command.name)]
+
+
+def clear_user_limit(tables: Tables, command: ClearUserLimit) -> tuple[Reply, list[Effect]]:
+    """Remove one limit of a user, or all of them."""
+    current = tables.users.get((command.name,))
+    if current is None:
+        return reply("not_found"), []
+    limits = {} if command.limit == "all" else dict(current.limits)
+    limits.pop(command.limit, None)
+    tables.put("users", replace(current, limits=limits))
+    return reply("deleted"), [UserChanged(user=command.name)]
 
 
 def delete_user(tables: Tables, command: DeleteUser) -> tuple[Reply, list[Effect]]:
@@ -138,6 +165,8 @@ HANDLERS: Handlers = {
     DeleteVhost: delete_vhost,
     PutUser: put_user,
     DeleteUser: delete_user,
+    SetUserLimits: set_user_limits,
+    ClearUserLimit: clear_user_limit,
     SetPermissions: set_permissions,
     ClearPermissions: clear_permissions,
 }

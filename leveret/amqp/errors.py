@@ -73,7 +73,8 @@ class AMQPError(Exception):
     @property
     def reply_text(self) -> str:
         """The reply text as sent on the wire, capped to a shortstr."""
-        full = f"{self.code.name} - {self.text}"
+        # Without a text, the code name alone: what RabbitMQ sends when a process of it failed.
+        full = f"{self.code.name} - {self.text}" if self.text else self.code.name
         encoded = full.encode("utf-8")
         if len(encoded) <= MAX_REPLY_TEXT:
             return full

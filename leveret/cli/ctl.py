@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 from urllib.parse import quote
 
-from . import cluster_ctl
+from . import cluster_ctl, limits_ctl
 from .ctl_client import (
     EX_DATAERR,
     EX_NOUSER,
@@ -682,6 +682,17 @@ def _fill_ctl_parser(ctl: argparse.ArgumentParser) -> None:
         default=os.environ.get("LEVERET_CTL_URL", DEFAULT_URL),
         help=f"the node's management URL (default {DEFAULT_URL}, or $LEVERET_CTL_URL)",
     )
+    ctl.add_argument(
+        "--cacert",
+        metavar="FILE",
+        help="for an https:// URL: trust the server certificates this PEM CA file signed "
+        "(default: the system's CAs)",
+    )
+    ctl.add_argument(
+        "--insecure",
+        action="store_true",
+        help="for an https:// URL: do not check the server's certificate (tests only)",
+    )
     commands: argparse._SubParsersAction[argparse.ArgumentParser] = ctl.add_subparsers(
         dest="ctl_command", required=True, metavar="COMMAND", parser_class=_Parser
     )
@@ -769,6 +780,7 @@ def _fill_ctl_parser(ctl: argparse.ArgumentParser) -> None:
     parser = command("import_definitions", "read definitions as JSON from a file, or - for stdin")
     parser.add_argument("path")
     cluster_ctl.register(command, COMMANDS)
+    limits_ctl.register(command, COMMANDS)
 
 
 def run_ctl(args: argparse.Namespace) -> int:
@@ -776,7 +788,7 @@ def run_ctl(args: argparse.Namespace) -> int:
     if getattr(args, "timeout", None) is None:
         args.timeout = COMMAND_TIMEOUTS.get(args.ctl_command, DEFAULT_TIMEOUT)
     try:
-        client = Client(args.url, timeout=args.timeout)
+        client = Client(args.url, timeout=args.timeout, cacert=args.cacert, insecure=args.insecure)
         return COMMANDS[args.ctl_command](client, args)
     except BrokenPipeError:
         # The reader of our output went away (`| head`): nothing more to say.

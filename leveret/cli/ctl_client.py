@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import ssl
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,15 +27,41 @@ class CtlError(Exception):
         self.message = message
 
 
+def https_context(cacert: str | None, insecure: bool) -> ssl.SSLContext:
+    """The server's certificate checked against `cacert` (or the system's CAs), host name
+    included, unless `insecure`, as rabbitmqadmin's --ssl-ca-cert-file and --ssl-insecure."""
+    if insecure:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    try:
+        return ssl.create_default_context(cafile=cacert)
+    except (OSError, ssl.SSLError) as error:
+        raise CtlError(EX_USAGE, f"cannot use --cacert {cacert}: {error}") from None
+
+
 class Client:
-    def __init__(self, url: str, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        timeout: float = 60.0,
+        *,
+        cacert: str | None = None,
+        insecure: bool = False,
+    ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise CtlError(
-                EX_USAGE, f"invalid --url {url!r}: expected http://user:password@host:port"
+                EX_USAGE,
+                f"invalid --url {_without_password(url)!r}: expected "
+                "http://user:password@host:port",
             )
         self.url = url
         self.https = parts.scheme == "https"
+        if (cacert or insecure) and not self.https:
+            raise CtlError(EX_USAGE, "--cacert and --insecure need an https:// --url")
+        self._tls = https_context(cacert, insecure) if self.https else None
         self.host = parts.hostname
         self.port = parts.port or (443 if self.https else 15672)
         self.prefix = parts.path.rstrip("/")
@@ -56,8 +83,15 @@ class Client:
         headers: Mapping[str, str | bytes] | None = None,
         timeout: float | None = None,
     ) -> tuple[int, Any]:
-        kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        connection = kind(self.host, self.port, timeout=timeout or self.timeout)
+        connection: http.client.HTTPConnection
+        if self._tls is not None:
+            connection = http.client.HTTPSConnection(
+                self.host, self.port, timeout=timeout or self.timeout, context=self._tls
+            )
+        else:
+            connection = http.client.HTTPConnection(
+                self.host, self.port, timeout=timeout or self.timeout
+            )
         sent: dict[str, str | bytes] = {
             "Authorization": self.authorization,
             "Accept": "application/json",
@@ -108,3 +142,13 @@ class Client:
         if isinstance(reason, (list, dict)):
             reason = json.dumps(reason)
         raise CtlError(EX_UNAVAILABLE, f"{reason or 'request failed'} (HTTP {status})")
+
+
+def _without_password(url: str) -> str:
+    """`url` with its password left out, so that errors never show it."""
+    head, at, tail = url.rpartition("@")
+    if not at:
+        return url
+    scheme, sep, credentials = head.partition("://")
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}{sep}{user}:***@{tail}" if sep else f"{user}:***@{tail}"

@@ -67,6 +67,7 @@ class BrokerMirror:
         for name in [name for name in broker.vhosts if name not in wanted]:
             delete_vhost(broker, name)
         broker.users = {r.name: User(r.name, r.password_hash, list(r.tags)) for r in state.users()}
+        broker.registry.user_limits = {r.name: dict(r.limits) for r in state.users() if r.limits}
         broker.permissions = {
             (r.user, r.vhost): Permission(r.configure, r.write, r.read) for r in state.permissions()
         }
@@ -141,8 +142,13 @@ class BrokerMirror:
             broker.users.pop(name, None)
             for key in [key for key in broker.permissions if key[0] == name]:
                 del broker.permissions[key]
+            broker.registry.user_limits.pop(name, None)
             return
         broker.users[name] = User(name, record.password_hash, list(record.tags))
+        if record.limits:
+            broker.registry.user_limits[name] = dict(record.limits)
+        else:
+            broker.registry.user_limits.pop(name, None)
 
     def _sync_permission(self, user: str, vhost: str) -> None:
         broker = self._broker

@@ -61,6 +61,16 @@ class ClusterMetadata:
     def wait_applied(self, index: int) -> Awaitable[None]:
         return self._service.wait_applied(index)
 
+    @property
+    def may_lag(self) -> bool:
+        return not self._service.alone
+
+    async def catch_up(self) -> None:
+        try:
+            await self._service.read_barrier()
+        except ClusterError as error:
+            raise MetadataUnavailable(str(error)) from None
+
     def submit_eventually(self, command: Command) -> None:
         self._eventual.append(command)
         self._wakeup.set()

@@ -218,7 +218,11 @@ class HomeSession:
             arguments=arguments,
         )
         self._consumers[subscribe.consumer] = consumer
-        queue.add_consumer(consumer)
+        try:
+            queue.add_consumer(consumer)  # a stream refuses an x-stream-offset it cannot read
+        except AMQPError as error:
+            del self._consumers[subscribe.consumer]
+            answer.code, answer.text = error.code, error.text
 
     def _grant(self, consumer_id: int, credit: int) -> None:
         consumer = self._consumers.get(consumer_id)
@@ -306,17 +310,21 @@ class HomeSession:
             reply.code, reply.text = error.code, error.text
             return
         kind = request.kind
-        if kind == RequestKind.GET:
-            queue.touch()
-            entry = queue.get(request.no_ack)
-            if entry is not None:
-                reply.has_delivery = True
-                self._fill(reply.delivery, queue, entry, None, request.no_ack)
-        elif kind == RequestKind.PURGE:
-            reply.message_count = queue.purge()
+        try:
+            if kind == RequestKind.GET:
+                queue.touch()
+                entry = queue.get(request.no_ack)
+                if entry is not None:
+                    reply.has_delivery = True
+                    self._fill(reply.delivery, queue, entry, None, request.no_ack)
+            elif kind == RequestKind.PURGE:
+                reply.message_count = queue.purge()
+                return
+            elif kind == RequestKind.STATUS:
+                queue.touch()
+        except AMQPError as error:  # what the queue's type does not support (streams)
+            reply.code, reply.text = error.code, error.text
             return
-        elif kind == RequestKind.STATUS:
-            queue.touch()
         reply.message_count = queue.message_count
         reply.consumer_count = queue.consumer_count
         reply.unacked_count = queue.unacked

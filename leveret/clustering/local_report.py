@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from cluster.gossip.report import LinkReport, NodeReport, QueueCounters
+from cluster.gossip.report import ClientCount, LinkReport, NodeReport, QueueCounters
 from leveret.names import RUN_ID
 from leveret.server.memory_monitor import resident_bytes
 from leveret.store.disk_monitor import free_bytes_of
@@ -13,6 +14,7 @@ from leveret.store.disk_monitor import free_bytes_of
 # Reports carry at most this many queues (the busiest), so a probe stays small.
 MAX_QUEUES_REPORTED = 500
 MAX_LINKS_REPORTED = 500
+MAX_CLIENT_COUNTS_REPORTED = 2000
 # Memory and disk figures are rounded so that noise does not make every report news.
 _ROUNDING = 1 << 20
 
@@ -45,6 +47,23 @@ def broker_report(broker: Any, data_dir: Path) -> NodeReport:
         queues=tuple(queues),
         run=RUN_ID,
         links=_links(broker),
+        clients=_clients(broker),
+    )
+
+
+def _clients(broker: Any) -> tuple[ClientCount, ...]:
+    """Connections by vhost and by user, channels by user (of connections past their open)."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for session in list(broker.sessions):
+        if session.vhost is None:
+            continue
+        counts["vhost", session.vhost.name] += 1
+        counts["user", session.username] += 1
+        counts["user_channels", session.username] += len(session.channels)
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return tuple(
+        ClientCount(kind, name, count)
+        for (kind, name), count in sorted(ordered[:MAX_CLIENT_COUNTS_REPORTED])
     )
 
 

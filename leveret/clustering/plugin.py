@@ -19,6 +19,7 @@ from cluster.management import ClusterManagement
 from cluster.secret import CallVerifier, SecretError
 from cluster.service import ClusterService
 from cluster.settings import ClusterSettings
+from cluster.transport import TlsFiles
 from proto.metadata_schema import Batch, DeleteExchange
 
 from ..definitions_log import DefinitionsLog
@@ -73,12 +74,29 @@ class ClusterPlugin:
         return self.service.port
 
     @property
+    def tls_files(self) -> TlsFiles | None:
+        """The node-to-node TLS files, reloaded by the node's certificate reloader."""
+        return self._settings.tls
+
+    def _peer_clients(self, kind: str, name: str) -> int:
+        """What the other running nodes last reported holding for a vhost or user."""
+        status = self.service.status()
+        return sum(
+            client.count
+            for node, view in status.gossip.items()
+            if node != status.node and status.is_running(node) and view.report is not None
+            for client in view.report.clients
+            if client.kind == kind and client.name == name
+        )
+
+    @property
     def data_port(self) -> int:
         """Where other nodes' data connections are accepted (the queue data plane)."""
         return self._queues.port
 
     async def start(self) -> None:
         self._broker.use_metadata(self.metadata)
+        self._broker.peer_clients = self._peer_clients
         settings, tls = self._settings, self._settings.tls
         # Listening first: peers ask the cluster port for this one as soon as it answers.
         await self._queues.start(

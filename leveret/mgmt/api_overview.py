@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import time
+
 from .access import login_vhosts, require_admin, require_monitor
 from .api_queues import truthy
 from .context import NO_CONTENT, Context, Reply, Route, not_found_unless, ok, require_keys
 from .errors import bad_request
+from .history import add_asked_samples
 from .listing import list_response, select_columns
 from .node_view import node_json, overview_json
+from .state import NODE_KEY
 
 
 def overview(ctx: Context) -> Reply:
@@ -15,6 +19,14 @@ def overview(ctx: Context) -> Reply:
         list(ctx.broker.vhosts) if ctx.caller.is_admin else login_vhosts(ctx.broker, ctx.caller)
     )
     shown = overview_json(ctx.broker, ctx.state, ctx.caller, vhosts)
+    add_asked_samples(
+        ctx.state.history,
+        NODE_KEY,
+        ctx.query,
+        shown.get("message_stats"),
+        shown.get("queue_totals") or None,
+        time.time(),
+    )
     return ok(select_columns(shown, ctx.query.get("columns")))
 
 

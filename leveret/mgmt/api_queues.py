@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ..amqp.errors import AMQPError
-from ..declare_rules import MAX_NAME_BYTES, home_node_down, not_found
+from ..declare_rules import MAX_NAME_BYTES, home_node_down, is_stream, not_found
+from ..queues.stream_rules import not_supported
 from . import metadata_writes, remote_queue_ops
 from .access import login_vhosts
 from .cluster_link import cluster_control
@@ -21,10 +23,12 @@ from .context import (
 )
 from .errors import ApiError, bad_request, from_amqp, not_authorised
 from .exchange_view import binding_json
+from .history import SampleRange, add_asked_samples
 from .listing import list_response, select_columns
 from .message_view import message_json
 from .queue_view import queue_basic_json, queue_json
 from .remote_queue_view import remote_queue_json
+from .state import queue_key
 
 if TYPE_CHECKING:
     from ..queues.classic import ClassicQueue
@@ -131,7 +135,25 @@ def show(ctx: Context) -> Reply | Awaitable[Reply]:
     queue = _queue(ctx)
     figure = ctx.state.figure(queue)
     shown = queue_json(queue, figure, ctx.state, ctx.broker.config.node_name, detailed=True)
+    _add_samples(ctx, queue, shown)
     return ok(select_columns(shown, ctx.query.get("columns")))
+
+
+def _add_samples(ctx: Context, queue: ClassicQueue, shown: dict[str, Any]) -> None:
+    """The samples a chart asked for; asking starts (or prolongs) the queue's history."""
+    if not any(SampleRange.from_query(ctx.query, p) for p in ("msg_rates", "lengths")):
+        return
+    key = queue_key(queue)
+    ctx.state.history.watch(key, time.monotonic())
+    stats = shown.get("message_stats")
+    add_asked_samples(
+        ctx.state.history,
+        key,
+        ctx.query,
+        stats if isinstance(stats, dict) else None,
+        shown,
+        time.time(),
+    )
 
 
 def declare(ctx: Context) -> Reply | Awaitable[Reply]:
@@ -173,10 +195,12 @@ def delete(ctx: Context) -> Awaitable[Reply]:
     not_found_unless(queue is not None or name in vhost.remote_queues)
     check_permission(ctx, "configure", vhost.name, name, "queue")
     if queue is not None:
-        _check_deletable(ctx, queue)
+        if not queue.stream:  # RabbitMQ deletes a stream whatever the conditions say
+            _check_deletable(ctx, queue)
         return metadata_writes.delete_queue(ctx, vhost, name)
     remote = vhost.remote_queues[name]
-    if not (truthy(ctx.query.get("if-unused")) or truthy(ctx.query.get("if-empty"))):
+    conditional = truthy(ctx.query.get("if-unused")) or truthy(ctx.query.get("if-empty"))
+    if not conditional or is_stream(remote.decl.arguments):
         return metadata_writes.delete_queue(ctx, vhost, name)
 
     async def checked() -> Reply:
@@ -194,9 +218,11 @@ def purge(ctx: Context) -> Reply | Awaitable[Reply]:
     remote = ctx.vhost().remote_queues.get(ctx.param("name"))
     if remote is not None:
         check_permission(ctx, "read", remote.vhost, remote.name, "queue")
+        _refuse_stream("queue.purge", remote.name, remote.vhost, is_stream(remote.decl.arguments))
         return _on_home_node(ctx, remote, _purge_remote(ctx, remote))
     queue = _queue(ctx)
     check_permission(ctx, "read", queue.vhost, queue.name, "queue")
+    _refuse_stream("queue.purge", queue.name, queue.vhost, queue.stream)
     queue.purge()
     return Reply(NO_CONTENT)
 
@@ -217,6 +243,14 @@ async def _on_home_node(ctx: Context, remote: RemoteQueue, work: Awaitable[Reply
         raise from_amqp(error) from None
 
 
+def _refuse_stream(what: str, name: str, vhost: str, stream: bool) -> None:
+    """Streams cannot be read or purged here: RabbitMQ's 400, its get's text led by the code."""
+    if stream:
+        refused = not_supported(what, name, vhost, (0, 0))
+        prefix = f"{int(refused.code)} " if what == "basic.get" else ""
+        raise bad_request(prefix + refused.text)
+
+
 def get_messages(ctx: Context) -> Reply | Awaitable[Reply]:
     """POST .../get: take up to `count` messages, then requeue or settle them per `ackmode`."""
     vhost = ctx.vhost()
@@ -235,6 +269,7 @@ def get_messages(ctx: Context) -> Reply | Awaitable[Reply]:
     remote = vhost.remote_queues.get(ctx.param("name"))
     if remote is not None:
         check_permission(ctx, "read", remote.vhost, remote.name, "queue")
+        _refuse_stream("basic.get", remote.name, remote.vhost, is_stream(remote.decl.arguments))
         work = _get_remote(ctx, remote, count, ackmode, encoding, truncate)
         return _on_home_node(ctx, remote, work)
     queue = vhost.queues.get(ctx.param("name"))
@@ -243,6 +278,7 @@ def get_messages(ctx: Context) -> Reply | Awaitable[Reply]:
         missing = not_found("queue", ctx.param("name"), vhost.name, (0, 0))
         raise ApiError(404, "not_found", missing.reply_text)
     check_permission(ctx, "read", queue.vhost, queue.name, "queue")
+    _refuse_stream("basic.get", queue.name, queue.vhost, queue.stream)
     taken = []
     shown = []
     for _ in range(count):

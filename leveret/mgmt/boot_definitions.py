@@ -18,7 +18,7 @@ from . import definitions_import
 from .access import Caller
 from .context import Context
 from .errors import ApiError
-from .http import Request
+from .request import Request
 from .state import management_state
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def read_definitions(path: str) -> dict[str, object]:
 async def load_definitions(broker: Broker, document: dict[str, object], path: str) -> None:
     """Import `document` (read from `path`) into the cluster, trying again while the cluster
     cannot decide."""
-    request = Request("POST", "/api/definitions", "/api/definitions", {}, {})
+    request = Request.of("POST", "/api/definitions", {})
     caller = Caller(broker.config.default_user, frozenset({"administrator"}))
     ctx = Context(broker, management_state(broker), request, caller, {}, "127.0.0.1")
     while True:

@@ -38,7 +38,7 @@ def connection_json(session: Session, state: ManagementState, node: str) -> dict
     conn = session.conn
     connected_at = state.churn.first_seen.get(id(session), time.time())
     figure: dict[str, Any] = {
-        "auth_mechanism": getattr(session, "auth_mechanism", "PLAIN"),
+        "auth_mechanism": session.auth_mechanism,
         "channel_max": conn.channel_max,
         "channels": len(session.channels),
         "client_properties": jsonable(session.client_properties),
@@ -47,9 +47,6 @@ def connection_json(session: Session, state: ManagementState, node: str) -> dict
         "host": host,
         "name": connection_name(session, state),
         "node": node,
-        "peer_cert_issuer": None,
-        "peer_cert_subject": None,
-        "peer_cert_validity": None,
         "peer_host": session.peer[0],
         "peer_port": session.peer[1],
         "port": port,
@@ -61,11 +58,6 @@ def connection_json(session: Session, state: ManagementState, node: str) -> dict
         "send_oct": 0,
         "send_oct_details": {"rate": 0.0},
         "send_pend": 0,
-        "ssl": False,
-        "ssl_cipher": None,
-        "ssl_hash": None,
-        "ssl_key_exchange": None,
-        "ssl_protocol": None,
         "state": "blocked" if session.blocked else "running",
         "timeout": conn.heartbeat,
         "type": "network",
@@ -73,10 +65,37 @@ def connection_json(session: Session, state: ManagementState, node: str) -> dict
         "user_who_performed_action": session.username,
         "vhost": session.vhost.name if session.vhost is not None else None,
     }
+    figure.update(_tls_figures(session))
     provided = session.client_properties.get("connection_name")
     if provided is not None:
         figure["user_provided_name"] = jsonable(provided)
     return figure
+
+
+def _tls_figures(session: Session) -> dict[str, Any]:
+    """RabbitMQ's ssl fields: all null on a plain connection."""
+    tls = session.tls
+    if tls is None:
+        return {
+            "peer_cert_issuer": None,
+            "peer_cert_subject": None,
+            "peer_cert_validity": None,
+            "ssl": False,
+            "ssl_cipher": None,
+            "ssl_hash": None,
+            "ssl_key_exchange": None,
+            "ssl_protocol": None,
+        }
+    return {
+        "peer_cert_issuer": tls.issuer,
+        "peer_cert_subject": tls.subject,
+        "peer_cert_validity": tls.validity,
+        "ssl": True,
+        "ssl_cipher": tls.cipher,
+        "ssl_hash": tls.hash,
+        "ssl_key_exchange": tls.key_exchange,
+        "ssl_protocol": tls.protocol,
+    }
 
 
 def connection_details(session: Session, state: ManagementState) -> dict[str, Any]:

@@ -10,12 +10,20 @@ from typing import TYPE_CHECKING, Any
 
 from .access import Caller, require_vhost
 from .errors import ApiError, bad_request, key_missing_reason
-from .http import Request
+from .request import Request
 
 if TYPE_CHECKING:
+    from aiohttp import web
+    from multidict import CIMultiDict
+
     from ..broker import Broker
     from ..vhost import VirtualHost
     from .state import ManagementState
+
+
+# A streamed answer (server-sent events, a websocket): given aiohttp's request and the headers
+# every answer carries, it prepares its own response, writes to it until done, and returns it.
+Streamer = Callable[["web.BaseRequest", "CIMultiDict[str]"], Awaitable["web.StreamResponse"]]
 
 
 @dataclass(slots=True)
@@ -25,6 +33,7 @@ class Reply:
     headers: list[tuple[str, str]] = field(default_factory=list)
     raw: bytes | None = None  # a non-JSON body (metrics), sent as is
     content_type: str = "application/json"
+    stream: Streamer | None = None  # when set, it answers instead of the fields above
 
 
 def ok(body: Any) -> Reply:
@@ -98,7 +107,8 @@ class Route:
 
     @property
     def segments(self) -> tuple[str, ...]:
-        return tuple(self.pattern.strip("/").split("/"))
+        trimmed = self.pattern.strip("/")
+        return tuple(trimmed.split("/")) if trimmed else ()  # "" is the root, `/`
 
 
 def not_found_unless(condition: bool) -> None:

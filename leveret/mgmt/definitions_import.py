@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proto.metadata_schema import AddVhost, SetGlobalParameter
+from proto.metadata_schema import AddVhost, SetGlobalParameter, SetUserLimits
 
 from .. import declare_rules as rules
 from .. import metadata_commands as commands
@@ -12,6 +12,7 @@ from ..amqp.errors import AMQPError
 from ..declare_rules import EXCHANGE_BIND, EXCHANGE_DECLARE, QUEUE_BIND
 from ..definitions_registry import PolicyKind
 from ..exchanges.base import Binding
+from ..limits import USER_LIMIT_NAMES, LimitInvalid, checked_limits
 from . import metadata_writes
 from .account_bodies import checked_user
 from .api_policies import checked_parameter
@@ -46,6 +47,15 @@ def _no_such_vhost(vhost: str) -> ApiError:
 async def _import_access(ctx: Context, document: dict[str, Any]) -> None:
     for entry in items(document, "users"):
         await metadata_writes.put_user(ctx, str(entry["name"]), checked_user(entry))
+        limits = entry.get("limits")
+        if isinstance(limits, dict) and limits:
+            try:
+                checked = checked_limits(limits, USER_LIMIT_NAMES, "user-limits")
+            except LimitInvalid as invalid:
+                raise bad_request(str(invalid)) from None
+            await metadata_writes.decide(
+                ctx, SetUserLimits(name=str(entry["name"]), limits=checked)
+            )
     for entry in items(document, "vhosts"):
         name = str(entry["name"])
         description, tags = vhost_description_and_tags(entry)

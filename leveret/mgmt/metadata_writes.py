@@ -38,6 +38,7 @@ from ..amqp.fields import argument_types
 from ..broker import Permission
 from ..declare_rules import EXCHANGE_DECLARE, EXCHANGE_DELETE, QUEUE_DECLARE
 from ..exchanges.base import Binding
+from ..limits import check_queue_limit
 from ..metadata import Command
 from ..metadata import Reply as Outcome
 from .broker_ops import new_password_hash
@@ -327,6 +328,8 @@ async def declare_queue(
         if queue is not None:
             queue.touch()  # a redeclare renews an x-expires lease
         return created_or_updated(False)
+    with amqp_refusals():
+        check_queue_limit(ctx.broker.registry.vhost_limits.get(vhost.name), vhost, name, (0, 0))
     store = ctx.broker.metadata
     command = commands.declare_queue(vhost.name, name, requested.as_stored(), None, store.node_name)
     outcome = await decide(ctx, command)

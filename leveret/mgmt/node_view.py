@@ -32,7 +32,15 @@ _AUTH_MECHANISMS = (
     ("AMQPLAIN", "QPid AMQPLAIN mechanism"),
     ("PLAIN", "SASL PLAIN authentication mechanism"),
 )
-LISTENER_PROTOCOLS = {"amqp": "amqp", "mgmt": "http", "cluster": "clustering"}
+LISTENER_PROTOCOLS = {
+    "amqp": "amqp",
+    "amqps": "amqp/ssl",
+    "mgmt": "http",
+    "mgmt_https": "https",
+    "prometheus": "http/prometheus",
+    "prometheus_https": "https/prometheus",
+    "cluster": "clustering",
+}
 
 
 def runtime_version() -> str:

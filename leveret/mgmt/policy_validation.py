@@ -12,6 +12,8 @@ from typing import Any
 
 from ..declare_rules import erlang_term
 from ..definitions_registry import APPLY_TO, Policy, PolicyKind
+from ..queues.stream_offsets import max_age_error
+from ..queues.stream_retention import MAX_STREAM_SEGMENT_SIZE
 from .errors import key_missing_reason
 
 Check = Callable[[Any], str | None]
@@ -70,6 +72,25 @@ def _text_or_texts(value: Any) -> str | None:
     return f"{erlang_term(value)} is not a valid federation upstream"
 
 
+def _max_age(value: Any) -> str | None:
+    """Stream retention by age: RabbitMQ's "7D", "12h", ... (see queues/stream_offsets.py)."""
+    if isinstance(value, str) and max_age_error(value, "longstr") is None:
+        return None
+    return f"{erlang_term(value)} is not a valid max age"
+
+
+def _segment_size(value: Any) -> str | None:
+    if _is_integer(value) and 0 <= value <= MAX_STREAM_SEGMENT_SIZE:
+        return None
+    return f"{erlang_term(value)} is not a valid segment size"
+
+
+def _cluster_size(value: Any) -> str | None:
+    if _is_integer(value) and value >= 0:
+        return None
+    return f"{erlang_term(value)} is not a valid cluster size"
+
+
 POLICY_KEYS: dict[str, Check] = {
     "max-length": _non_negative("maximum length"),
     "max-length-bytes": _non_negative("maximum length in bytes"),
@@ -96,6 +117,9 @@ POLICY_KEYS: dict[str, Check] = {
     "max-in-memory-length": _non_negative("maximum memory in bytes"),
     "max-in-memory-bytes": _non_negative("maximum memory in bytes"),
     "consumer-timeout": _non_negative("consumer timeout"),
+    "max-age": _max_age,
+    "stream-max-segment-size-bytes": _segment_size,
+    "initial-cluster-size": _cluster_size,
     "federation-upstream": _text_or_texts,
     "federation-upstream-set": _text("federation upstream set"),
 }

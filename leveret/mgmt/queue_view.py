@@ -137,7 +137,7 @@ def queue_json(
             "recoverable_slaves": None,
             "single_active_consumer_tag": active.tag if active is not None else None,
             "state": "running",
-            "type": "classic",
+            "type": "stream" if queue.stream else "classic",
             "vhost": queue.vhost,
         }
     )
@@ -161,7 +161,7 @@ def queue_basic_json(
         "name": queue.name,
         "node": node,
         "state": "running",
-        "type": "classic",
+        "type": "stream" if queue.stream else "classic",
         "vhost": queue.vhost,
     }
     if totals:

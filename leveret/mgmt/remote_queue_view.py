@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..declare_rules import is_stream
 from .json_values import jsonable
 from .queue_view import effective_definition, policies_of
 
@@ -55,7 +56,7 @@ def remote_queue_json(
         "operator_policy": operator_policy.name if operator_policy is not None else None,
         "policy": policy.name if policy is not None else None,
         "state": "running" if running else "down",
-        "type": "classic",
+        "type": "stream" if is_stream(queue.decl.arguments) else "classic",
         "vhost": queue.vhost,
     }
     if totals:

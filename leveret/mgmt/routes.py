@@ -13,12 +13,14 @@ from . import (
     api_exchanges,
     api_federation,
     api_health,
+    api_limits,
     api_overview,
     api_policies,
     api_queues,
     api_users,
     api_vhosts,
     probes,
+    ui_assets,
 )
 from .context import Route
 
@@ -34,8 +36,10 @@ API_ROUTES: tuple[Route, ...] = (
     *api_policies.ROUTES,
     *api_definitions.ROUTES,
     *api_health.ROUTES,
+    *api_limits.ROUTES,
     *api_federation.ROUTES,
     *probes.ROUTES,
+    *ui_assets.ROUTES,  # the web UI's page and modules
 )
 
 

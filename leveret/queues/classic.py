@@ -70,6 +70,8 @@ DeadLetterer = Callable[["ClassicQueue", Message, str], None]
 class ClassicQueue:
     """Ready messages, consumers, and the dispatch between them."""
 
+    stream = False  # a StreamQueue (stream.py) says True
+
     def __init__(
         self,
         name: str,

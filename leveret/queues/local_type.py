@@ -28,6 +28,10 @@ class LocalQueueClient:
     def name(self) -> str:
         return self.queue.name
 
+    @property
+    def stream(self) -> bool:
+        return self.queue.stream
+
     def status(self, then: Callable[[int, int], None]) -> Pending:
         queue = self.queue
         queue.touch()  # a passive declare renews an x-expires lease too
@@ -46,6 +50,8 @@ class LocalQueueClient:
 
     def check_consume(self, exclusive: bool) -> None:
         queue = self.queue
+        if queue.stream:
+            return  # exclusive consumers do not exclude others from a stream
         if queue.has_exclusive_consumer() or (exclusive and queue.consumer_count):
             raise access_refused(
                 f"queue '{queue.name}' in vhost '{queue.vhost}' in exclusive use", self._method

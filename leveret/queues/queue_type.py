@@ -37,6 +37,15 @@ class Settles(Protocol):
     @property
     def deleted(self) -> bool: ...
 
+    @property
+    def stream(self) -> bool: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def vhost(self) -> str: ...
+
     def settle(self, entry: QueueEntry) -> None: ...
 
     def reject(self, entry: QueueEntry) -> None: ...
@@ -55,6 +64,11 @@ class QueueClient(Protocol):
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def stream(self) -> bool:
+        """Whether the queue is a stream (x-queue-type stream)."""
+        ...
 
     def status(self, then: Callable[[int, int], None]) -> Pending:
         """`then(message count, consumer count)`; renews an x-expires lease."""

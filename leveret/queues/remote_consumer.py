@@ -26,6 +26,7 @@ class RemoteQueueHandle:
     """A remote queue seen through one link session: one consumer of it, or one basic.get."""
 
     single_active_consumer = False  # the home node decides which consumer is active
+    stream = False  # whether the queue is a stream (its client refuses nack and reject)
 
     def __init__(self, link: HomeLink, vhost: str, name: str) -> None:
         self.link = link

@@ -49,6 +49,10 @@ class RemoteQueueClient:
     def name(self) -> str:
         return self.remote.name
 
+    @property
+    def stream(self) -> bool:
+        return rules.is_stream(self.remote.decl.arguments)
+
     def link(self) -> HomeLink:
         """The link to the home node; RabbitMQ's 404 when that node is down."""
         remote = self.remote
@@ -100,6 +104,7 @@ class RemoteQueueClient:
         link = self.link()
         # Made before asking, so that a link broken meanwhile cannot settle what it gives.
         handle = RemoteQueueHandle(link, self.remote.vhost, self.remote.name)
+        handle.stream = self.stream
 
         async def get() -> None:
             answer = await self.request(link, RequestKind.GET, no_ack=no_ack)
@@ -132,6 +137,7 @@ class RemoteQueueClient:
         link = self.link()
         remote = self.remote
         handle = RemoteQueueHandle(link, remote.vhost, remote.name)
+        handle.stream = self.stream
         consumer = Consumer(
             tag,
             sink,

@@ -13,15 +13,19 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from ..broker import Broker
-from ..config import Config
+from ..config import Config, HttpsListener
+from ..consumer_timeout import ConsumerTimeoutSweep
 from ..mgmt import DefinitionsFileError, load_definitions, read_definitions, start_management
 from ..persistence import MessageStores
 from ..store import DiskMonitor
 from ..sysexits import EX_CANTCREAT, EX_CONFIG, EX_UNAVAILABLE
+from ..tls import CertificateReloader, TLSConfigError, server_context
+from .collector import settle_after_start
 from .data_dir_lock import DataDirInUse, DataDirLock
 from .drain import DrainReport, drain
 from .memory_monitor import MemoryMonitor, total_memory
 from .protocol import AMQPProtocol
+from .tls_listener import TLSAcceptor
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +39,20 @@ class StartupError(Exception):
         self.text = text
 
 
+class ReloadableFiles(Protocol):
+    """TLS files an extension reads again when told to (cluster.transport.TlsFiles)."""
+
+    @property
+    def paths(self) -> tuple[str, ...]: ...
+
+    def reload(self) -> None: ...
+
+
 class Clustering(Protocol):
     """What a node needs of its cluster extension (leveret.clustering.plugin.ClusterPlugin)."""
+
+    @property
+    def tls_files(self) -> ReloadableFiles | None: ...
 
     @property
     def port(self) -> int: ...
@@ -101,6 +117,7 @@ class Node:
         self.ports: dict[str, int] = {}
         self._servers: list[asyncio.Server] = []
         self._monitor: MemoryMonitor | None = None
+        self._ack_timeout: ConsumerTimeoutSweep | None = None
         self._disk_task: asyncio.Task[None] | None = None
         self._definitions_task: asyncio.Task[None] | None = None
         self.cluster: Clustering | None = None
@@ -108,6 +125,10 @@ class Node:
         self.federation: Federation | None = None
         self.started = False  # every listener is up and the node is in its cluster
         self._amqp_server: asyncio.Server | None = None
+        self._amqps_server: asyncio.Server | None = None
+        # Every TLS certificate of the node (AMQPS, HTTPS, the cluster's) reloads through this
+        # one, on SIGHUP or when its files change.
+        self.reloader = CertificateReloader()
 
     async def start(self) -> None:
         """Join or form the cluster, whose replicated store gives this node its definitions
@@ -121,6 +142,9 @@ class Node:
         except OSError as error:
             raise StartupError(EX_UNAVAILABLE, str(error)) from None
         self.ports["cluster"] = self.cluster.port
+        cluster_tls = self.cluster.tls_files
+        if cluster_tls is not None:
+            self.reloader.register("node-to-node TLS", cluster_tls.paths, cluster_tls.reload)
         self.ports["data"] = self.cluster.data_port
         self._disk_task = asyncio.get_running_loop().create_task(self._watch_disk())
         loop = asyncio.get_running_loop()
@@ -137,14 +161,8 @@ class Node:
         )
         self.ports["amqp"] = amqp.sockets[0].getsockname()[1]
         self._amqp_server = amqp
-        mgmt = await self._listen(
-            "the management API",
-            config.mgmt_port,
-            start_management(
-                self.broker, config.bind, config.mgmt_port, listeners=self.ports, node=self
-            ),
-        )
-        self.ports["mgmt"] = mgmt.sockets[0].getsockname()[1]
+        await self._listen_amqps()
+        await self._start_http()
         if config.load_definitions:
             try:
                 document = read_definitions(config.load_definitions)
@@ -158,6 +176,11 @@ class Node:
         limit = config.memory_limit(total)
         self._monitor = MemoryMonitor(self.broker, limit)
         self._monitor.start()
+        self._ack_timeout = ConsumerTimeoutSweep(
+            config.consumer_timeout,
+            lambda: (ch for s in self.broker.sessions for ch in s.channels.values()),
+        )
+        self._ack_timeout.start()
         # As RabbitMQ does, say which memory alarm is in force: a limit above the machine's
         # memory, or one below what a node needs, is a mistake the operator should see.
         log.info(
@@ -172,9 +195,39 @@ class Node:
         if self._make_federation is not None:
             self.federation = self._make_federation(self.broker)
             await self.federation.start()
+        self.reloader.start()
         if config.ports_file:
             _write_atomically(Path(config.ports_file), json.dumps(self.ports))
+        settle_after_start()
         self.started = True
+
+    async def _listen_amqps(self) -> None:
+        """AMQP over TLS, when [ssl_options] is configured: the same protocol as plain AMQP
+        behind a TLS handshake."""
+        config = self.config
+        port = config.amqps_listener_port
+        if port is None or config.ssl_options is None:
+            return
+        try:
+            context = server_context(config.ssl_options)
+        except TLSConfigError as error:
+            raise StartupError(EX_CONFIG, str(error)) from None
+        self.reloader.register_context("the AMQPS listener", context, config.ssl_options)
+        loop = asyncio.get_running_loop()
+        amqps = await self._listen(
+            "AMQPS",
+            port,
+            loop.create_server(
+                lambda: TLSAcceptor(context, lambda: AMQPProtocol(self.broker)),
+                config.bind,
+                port,
+                reuse_address=True,
+                backlog=1024,
+            ),
+        )
+        self.ports["amqps"] = amqps.sockets[0].getsockname()[1]
+        self._amqps_server = amqps
+        log.info("accepting AMQPS (AMQP over TLS) connections on port %d", self.ports["amqps"])
 
     @property
     def draining(self) -> bool:
@@ -182,13 +235,73 @@ class Node:
 
     async def drain(self, timeout: float) -> DrainReport:
         """Before a stop: hand clients and leadership to the other nodes (see drain.py)."""
-        amqp, cluster = self._amqp_server, self.cluster
+        cluster = self.cluster
+        listeners = [s for s in (self._amqp_server, self._amqps_server) if s is not None]
 
         async def hand_over() -> None:
             if cluster is not None:
                 await cluster.hand_over_leadership()
 
-        return await drain(self.broker, amqp.close if amqp else lambda: None, hand_over, timeout)
+        def stop_listening() -> None:
+            for server in listeners:
+                server.close()
+
+        return await drain(self.broker, stop_listening, hand_over, timeout)
+
+    async def _start_http(self) -> None:
+        """The management API over HTTP, and HTTPS when configured; /metrics also on ports of
+        its own when configured. HTTPS first: with `only`, the plain port names it."""
+        config = self.config
+        management, prometheus = config.management_ssl, config.prometheus_ssl
+        await self._start_http_listener("mgmt_https", management, metrics_only=False)
+        only = management is not None and management.only
+        await self._start_http_listener(
+            "mgmt", None, metrics_only=False, https_port=self.ports["mgmt_https"] if only else None
+        )
+        await self._start_http_listener("prometheus_https", prometheus, metrics_only=True)
+        if config.prometheus_tcp_port is not None:
+            await self._start_http_listener("prometheus", None, metrics_only=True)
+
+    async def _start_http_listener(
+        self,
+        name: str,
+        https: HttpsListener | None,
+        *,
+        metrics_only: bool,
+        https_port: int | None = None,
+    ) -> None:
+        config = self.config
+        port: int | None
+        if name.endswith("_https"):
+            if https is None:
+                return
+            port = https.port
+            try:
+                tls = server_context(https.tls)
+            except TLSConfigError as error:
+                raise StartupError(EX_CONFIG, str(error)) from None
+            self.reloader.register_context(name, tls, https.tls)
+        else:
+            port = config.prometheus_tcp_port if metrics_only else config.mgmt_port
+            tls = None
+        assert port is not None
+        what = "Prometheus metrics" if metrics_only else "the management API"
+        server = await self._listen(
+            what + (" (HTTPS)" if tls else ""),
+            port,
+            start_management(
+                self.broker,
+                config.bind,
+                port,
+                listeners=self.ports,
+                node=self,
+                tls=tls,
+                name=name,
+                metrics_only=metrics_only,
+                https_port=https_port,
+            ),
+        )
+        self.ports[name] = server.sockets[0].getsockname()[1]
 
     async def _listen(self, what: str, port: int, starting: Awaitable[Any]) -> asyncio.Server:
         try:
@@ -203,12 +316,15 @@ class Node:
 
     async def stop(self) -> None:
         """Stop what started (all of it, or what a failed or interrupted start got to)."""
+        self.reloader.stop()
         if self.federation is not None:
             await self.federation.stop()
         if self.cluster is not None and self._cluster_started:  # hands leadership over first
             await self.cluster.stop()
         if self._monitor is not None:
             self._monitor.stop()
+        if self._ack_timeout is not None:
+            self._ack_timeout.stop()
         for task in (self._disk_task, self._definitions_task):
             if task is not None:
                 task.cancel()

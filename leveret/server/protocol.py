@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, cast
 
 from ..amqp.frames import HEARTBEAT_FRAME
 from ..session import Session
+from ..tls_peer import describe
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -65,7 +66,9 @@ class AMQPProtocol(asyncio.Protocol):
         transport = self.transport
         transport.set_write_buffer_limits(HIGH_WATER, LOW_WATER)
         peer = transport.get_extra_info("peername") or ("?", 0)
-        self.session = Session(self.broker, self, (peer[0], peer[1]))
+        ssl_object = transport.get_extra_info("ssl_object")
+        tls = describe(ssl_object) if ssl_object is not None else None
+        self.session = Session(self.broker, self, (peer[0], peer[1]), tls)
         # RabbitMQ's handshake_timeout (10 s): a client that never completes the handshake goes.
         self._handshake_timer = self.loop.call_later(10.0, self._handshake_timed_out)
 

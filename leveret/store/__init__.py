@@ -12,7 +12,7 @@ from .errors import (
 )
 from .files import FileSystem
 from .group_commit import CommitStatistics, DurableCallback, GroupCommitter
-from .queue_store import QueueStore, QueueStoreStatistics, ReadBatch
+from .queue_store import QueueStore, QueueStoreStatistics, ReadBatch, SegmentSpan
 from .record import BodyRef, IndexEntry, Location, StoredMessage
 from .segment import DEFAULT_SEGMENT_SIZE
 from .shared_store import DEFAULT_EMBED_THRESHOLD, SharedStore, SharedStoreStatistics
@@ -36,6 +36,7 @@ __all__ = [
     "QueueStoreStatistics",
     "ReadBatch",
     "RecordNotFound",
+    "SegmentSpan",
     "SharedStore",
     "SharedStoreStatistics",
     "StoreClosed",

@@ -30,6 +30,7 @@ from .record import (
     decode_message,
     encode_message,
     encode_name,
+    record_timestamp,
 )
 from .recovery import RecoveryTally, recover_segment
 from .segment import DEFAULT_SEGMENT_SIZE, FRAME_OVERHEAD, HEADER_SIZE, decode_frame, frame
@@ -48,6 +49,16 @@ class QueueStoreStatistics:
     segments: int
     disk_bytes: int
     index_memory_bytes: int
+
+
+@dataclass(frozen=True)
+class SegmentSpan:
+    """One segment as a stream's retention sees it: its id, its seqs and its size on disk."""
+
+    segment_id: int
+    first_seq: int
+    last_seq: int
+    size: int
 
 
 @dataclass(frozen=True)
@@ -182,6 +193,7 @@ class QueueStore:
         *,
         persistent: bool = True,
         on_durable: DurableCallback | None = None,
+        timestamp: int | None = None,
     ) -> Location:
         """Stores a message (buffered; durable with the next group commit).
 
@@ -209,6 +221,7 @@ class QueueStore:
                 header_payload,
                 body,
                 persistent,
+                timestamp,
             )
         )
         active = self._active
@@ -324,6 +337,59 @@ class QueueStore:
             segment, offset, size = last
             cursor = Location(segment.segment_id, offset, FRAME_OVERHEAD + size)
         return ReadBatch(messages, dropped, cursor)
+
+    # --- what streams add: positions by seq, and retention by whole segments -------------------
+
+    def spans(self) -> list[SegmentSpan]:
+        """Every segment holding records, oldest first (the one being written last)."""
+        return [
+            SegmentSpan(s.segment_id, s.index.first_seq, s.index.last_seq, s.end)  # type: ignore[arg-type]
+            for s in self._all_segments()
+            if s.index.first_seq is not None
+        ]
+
+    def segment_start(self, segment_id: int) -> Location:
+        """A cursor for read_messages that starts with the first record of a segment."""
+        return Location(segment_id, HEADER_SIZE, 0)
+
+    def locate(self, seq: int) -> Location | None:
+        """A cursor for read_messages that starts at `seq` (or the first record after it), or
+        None when no segment holds it. Scans one segment: streams look up only where a
+        consumer starts."""
+        self._check_open()
+        segment = self._segment_for(seq)
+        if segment is None:
+            return None
+        peek_seq = SEQ_FIELD.unpack_from
+        previous = self.segment_start(segment.segment_id)
+        for offset, payload in segment.frames():
+            if len(payload) >= PREFIX_SIZE and peek_seq(payload, SEQ_OFFSET)[0] >= seq:
+                return previous
+            previous = Location(segment.segment_id, offset, FRAME_OVERHEAD + len(payload))
+        return previous
+
+    def call_when_durable(self, callback: DurableCallback) -> None:
+        """Calls back once everything appended so far is fsynced (at once without a committer,
+        whose caller syncs by itself)."""
+        if self._committer is None:
+            callback(None)
+        else:
+            self._committer.call_when_durable(callback)
+
+    def drop_oldest_segment(self) -> SegmentSpan | None:
+        """Deletes the oldest segment unless it is the one being written (stream retention)."""
+        self._check_open()
+        if not self._segments or self._segments[0] is self._active:
+            return None
+        segment = self._segments[0]
+        span = SegmentSpan(
+            segment.segment_id,
+            segment.index.first_seq,  # type: ignore[arg-type]
+            segment.index.last_seq,  # type: ignore[arg-type]
+            segment.end,
+        )
+        self._drop(segment)
+        return span
 
     def recover(self) -> Iterator[IndexEntry]:
         """Every live message in queue order, without its body, with its redelivered flag.
@@ -479,4 +545,5 @@ class QueueStore:
             segment.index.is_delivered(seq),
             not flags & FLAG_TRANSIENT,
             location,
+            record_timestamp(payload),
         )

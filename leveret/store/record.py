@@ -23,6 +23,11 @@ _unpack_prefix = _PREFIX.unpack_from
 
 FLAG_SHARED_BODY = 0x01
 FLAG_TRANSIENT = 0x02
+# Stream records carry their append time (milliseconds since the epoch) right after the fixed
+# fields, for x-stream-offset timestamps and x-max-age; queue records do without.
+FLAG_TIMESTAMP = 0x04
+_TIMESTAMP = struct.Struct("<Q")
+TIMESTAMP_SIZE = _TIMESTAMP.size
 
 
 class Location(NamedTuple):
@@ -62,6 +67,7 @@ class StoredMessage(NamedTuple):
     redelivered: bool
     persistent: bool
     location: Location
+    timestamp: int = 0  # milliseconds since the epoch; stream records only
 
 
 class RecordHead(NamedTuple):
@@ -80,8 +86,9 @@ def encode_message(
     header_payload: bytes,
     body: bytes | BodyRef,
     persistent: bool,
+    timestamp: int | None = None,
 ) -> bytes:
-    """The record payload (before framing)."""
+    """The record payload (before framing); `timestamp` only for stream records."""
     if len(exchange) > 255 or len(routing_key) > 255:
         raise ValueError("exchange and routing key are AMQP short strings (at most 255 bytes)")
     flags = 0 if persistent else FLAG_TRANSIENT
@@ -90,10 +97,26 @@ def encode_message(
         flags |= FLAG_SHARED_BODY
     else:
         tail = body
+    if timestamp is not None:
+        flags |= FLAG_TIMESTAMP
     prefix = _pack_prefix(
         RECORD_VERSION, flags, seq, len(exchange), len(routing_key), len(header_payload)
     )
+    if timestamp is not None:
+        prefix += _TIMESTAMP.pack(timestamp)
     return b"".join((prefix, exchange, routing_key, header_payload, tail))
+
+
+def _fields_start(flags: int) -> int:
+    """Where the exchange name begins: after the fixed fields and the timestamp, if any."""
+    return PREFIX_SIZE + TIMESTAMP_SIZE if flags & FLAG_TIMESTAMP else PREFIX_SIZE
+
+
+def record_timestamp(payload: memoryview) -> int:
+    """The append time of a stream record (0 for records without one)."""
+    if len(payload) < PREFIX_SIZE + TIMESTAMP_SIZE or not payload[1] & FLAG_TIMESTAMP:
+        return 0
+    return int(_TIMESTAMP.unpack_from(payload, PREFIX_SIZE)[0])
 
 
 def _check_version(payload: memoryview) -> tuple[int, int, int, int, int, int]:
@@ -107,7 +130,7 @@ def _check_version(payload: memoryview) -> tuple[int, int, int, int, int, int]:
 
 def decode_head(payload: memoryview) -> RecordHead:
     _, flags, seq, exchange_len, key_len, header_len = _check_version(payload)
-    body_start = PREFIX_SIZE + exchange_len + key_len + header_len
+    body_start = _fields_start(flags) + exchange_len + key_len + header_len
     if flags & FLAG_SHARED_BODY:
         if len(payload) != body_start + _REF.size:
             raise CorruptRecord("bad shared body reference")
@@ -127,7 +150,8 @@ def decode_message(payload: memoryview) -> DecodedMessage:
     if len(payload) < PREFIX_SIZE:
         raise CorruptRecord("record shorter than its fixed fields")
     version, flags, seq, exchange_len, key_len, header_len = _unpack_prefix(payload, 0)
-    key_start = PREFIX_SIZE + exchange_len
+    fields_start = _fields_start(flags)
+    key_start = fields_start + exchange_len
     header_start = key_start + key_len
     body_start = header_start + header_len
     if version != RECORD_VERSION or body_start > len(payload):
@@ -142,7 +166,7 @@ def decode_message(payload: memoryview) -> DecodedMessage:
     return (
         seq,
         flags,
-        str(payload[PREFIX_SIZE:key_start], "utf-8", "surrogateescape"),
+        str(payload[fields_start:key_start], "utf-8", "surrogateescape"),
         str(payload[key_start:header_start], "utf-8", "surrogateescape"),
         bytes(payload[header_start:body_start]),
         body,

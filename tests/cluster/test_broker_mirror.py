@@ -42,6 +42,12 @@ class InProcessStore:
     async def submit(self, command: Command) -> dict[str, Any]:
         return self.commit(command)
 
+    # One node: its model is always current.
+    may_lag = False
+
+    async def catch_up(self) -> None:
+        return None
+
     def submit_eventually(self, command: Command) -> None:
         self.eventually.append(command)
 

@@ -495,3 +495,29 @@ def test_losing_the_home_node_cancels_remote_consumers_and_requeues_what_they_he
                 return None
 
         assert wait_for(drained, 20, 0.2) == [b"kept-%d" % n for n in range(1, 10)]
+
+
+def test_a_name_declared_through_one_node_is_known_at_once_through_the_others(
+    three: Cluster,
+) -> None:
+    """As in RabbitMQ, a declare-ok on one node means every node knows the name: a client of
+    another node that acts on it right away gets no 404 (that node catches up on a miss)."""
+    with connect(three, A) as declaring, connect(three, C) as using:
+        on_a, on_c = declaring.channel(), using.channel()
+        for number in range(40):
+            queue, exchange = f"known-at-once-{number}", f"known-at-once-x-{number}"
+            on_a.exchange_declare(exchange, "direct")
+            on_a.queue_declare(queue)
+            on_c.queue_declare(queue, passive=True)
+            on_c.queue_bind(queue, exchange, "key")
+            on_c.exchange_declare(exchange, passive=True)
+        for number in range(40):
+            on_a.queue_delete(f"known-at-once-{number}")
+            on_a.exchange_delete(f"known-at-once-x-{number}")
+    # A name nobody declared is still a 404, after the catch-up.
+    with connect(three, C) as conn:
+        channel = conn.channel()
+        with pytest.raises(pika.exceptions.ChannelClosedByBroker) as closed:
+            channel.queue_declare("known-nowhere", passive=True)
+        assert closed.value.reply_code == 404
+        assert closed.value.reply_text == "NOT_FOUND - no queue 'known-nowhere' in vhost '/'"

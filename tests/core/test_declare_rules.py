@@ -669,12 +669,6 @@ _NEW_QUEUE_ERRORS: list[tuple[dict[str, Any], dict[str, str], str]] = [
         "'quorum'\"",
     ),
     (
-        {"x-queue-type": "stream"},
-        {},
-        "invalid arg 'x-queue-type' for queue 'q' in vhost '/': \"unsupported queue type "
-        "'stream'\"",
-    ),
-    (
         {"x-queue-type": 7},
         {},
         "invalid arg 'x-queue-type' for queue 'q' in vhost '/': {unacceptable_type,signedint}",

@@ -127,6 +127,12 @@ class FakeSharedStore:
         # have changed the model either.
         return applier(self.broker, command) if applier is not None else {"status": "created"}
 
+    # One node: its model is always current.
+    may_lag = False
+
+    async def catch_up(self) -> None:
+        return None
+
     def submit_eventually(self, command: Command) -> None:
         self.commands.append(json.loads(encode_command(command)))
 

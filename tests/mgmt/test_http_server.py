@@ -82,7 +82,9 @@ def test_a_malformed_request_gets_400_and_the_connection_closes(managed: Managed
 
 def test_connection_close_is_honoured(managed: ManagedNode) -> None:
     with connect(managed) as sock:
-        sock.sendall(f"GET /api/overview HTTP/1.1\r\n{AUTH}Connection: close\r\n\r\n".encode())
+        sock.sendall(
+            f"GET /api/overview HTTP/1.1\r\nHost: x\r\n{AUTH}Connection: close\r\n\r\n".encode()
+        )
         (response,) = read_responses(sock, 1)
         assert response.startswith(b"HTTP/1.1 200 OK")
         assert sock.recv(10) == b""
@@ -141,7 +143,7 @@ def test_a_slowloris_is_cut_and_others_are_served_meanwhile(managed: ManagedNode
                 answer = slow.recv(65536)
             except TimeoutError:
                 with connect(managed) as other:
-                    other.sendall(f"GET /api/whoami HTTP/1.1\r\n{AUTH}\r\n".encode())
+                    other.sendall(f"GET /api/whoami HTTP/1.1\r\nHost: x\r\n{AUTH}\r\n".encode())
                     (served,) = read_responses(other, 1)
                 assert served.startswith(b"HTTP/1.1 200 OK")
                 continue
