@@ -29,6 +29,7 @@ _LENIENT_REASONS = (
     "continuation",
 )
 
+
 class Disagreement(AssertionError):
     """Leveret and pamqp decoded the same bytes to different values."""
 
@@ -75,9 +76,7 @@ def _same(ours: Any, theirs: Any) -> bool:
     if isinstance(ours, Decimal) and isinstance(theirs, Decimal):
         sign, digits, exponent = ours.as_tuple()
         unscaled = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
-        return isinstance(exponent, int) and (
-            Decimal(unscaled + 2**32).scaleb(exponent) == theirs
-        )
+        return isinstance(exponent, int) and (Decimal(unscaled + 2**32).scaleb(exponent) == theirs)
     return False
 
 
@@ -157,4 +156,3 @@ def compare_header(payload: bytes) -> str:
                 f"header {payload!r}: {name} is {our_value!r} here, {their_value!r} in pamqp"
             )
     return "both"
-

@@ -21,9 +21,7 @@ def test_frames_pipelined_after_a_refused_connection_open_are_not_handled(
     try:
         raw.send(PROTOCOL_HEADER)
         raw.read_method()
-        raw.send(
-            method_frame(0, m.ConnectionStartOk({}, "PLAIN", b"\x00guest\x00guest", "en_US"))
-        )
+        raw.send(method_frame(0, m.ConnectionStartOk({}, "PLAIN", b"\x00guest\x00guest", "en_US")))
         raw.read_method()
         raw.send(
             method_frame(0, m.ConnectionTuneOk(2047, 131072, 0))
