@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import decimal
 from collections.abc import Callable
@@ -79,10 +80,8 @@ def pika_session(url: str) -> None:
 def pika_errors(url: str) -> None:
     conn = pika.BlockingConnection(pika.URLParameters(url))
     ch = conn.channel()
-    try:
+    with contextlib.suppress(pika.exceptions.ChannelClosedByBroker):
         ch.queue_declare("fz.absent", passive=True)
-    except pika.exceptions.ChannelClosedByBroker:
-        pass
     ch = conn.channel()
     ch.exchange_declare("fz.headers", "headers", auto_delete=True)
     ch.exchange_bind("fz.headers", "amq.fanout")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import selectors
 import socket
 import threading
@@ -53,17 +54,13 @@ class RecordingRelay:
                     if not data:
                         selector.unregister(sock)
                         open_sockets -= 1
-                        try:
+                        with contextlib.suppress(OSError):
                             peers[sock].shutdown(socket.SHUT_WR)
-                        except OSError:
-                            pass
                         continue
                     if sock is client:
                         transcript.extend(data)
-                    try:
+                    with contextlib.suppress(OSError):
                         peers[sock].sendall(data)
-                    except OSError:
-                        pass
         client.close()
         upstream.close()
 

@@ -144,19 +144,19 @@ def test_every_route_answers_hostile_input_with_a_client_error(
     _check(answer, f"{method} {path} {body[:100]!r}")
 
 
-def test_huge_bodies_are_refused_and_the_node_goes_on(node: NodeProcess) -> None:
+def test_huge_bodies_do_not_break_the_node(node: NodeProcess) -> None:
+    # RabbitMQ 3.10.8 has no limit on a request body (management.http.max_body_size came with
+    # 3.11): a 32 MiB body is read and judged like any other, never a crash.
     huge = b'{"arguments": {"x": "' + b"y" * (32 * 1024 * 1024) + b'"}}'
     for method, path in (
         ("PUT", "/api/queues/%2F/huge"),
         ("POST", "/api/definitions"),
         ("PUT", "/api/users/huge"),
+        ("PUT", "/api/policies/%2F/huge"),
     ):
-        try:
-            answer = request(node.ports["mgmt"], method, path, huge)
-        except (ConnectionResetError, BrokenPipeError):
-            continue  # refused before the whole body was read: also a refusal
+        answer = request(node.ports["mgmt"], method, path, huge)
         _check(answer, f"{method} {path} (32 MiB)")
-        assert answer.status in (400, 413), answer
+    assert request(node.ports["mgmt"], "DELETE", "/api/queues/%2F/huge").status == 204
     _still_serving(node)
 
 
