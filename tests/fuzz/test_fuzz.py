@@ -73,11 +73,13 @@ def test_node_short_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(6 * 3600)
 def test_parser_long_run(tmp_path: Path) -> None:
     assert _fuzz("parser", LONG_RUNS, tmp_path, timeout=6 * 3600) == LONG_RUNS
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(6 * 3600)
 def test_node_long_run(tmp_path: Path) -> None:
     runs = LONG_RUNS // 10
     assert _fuzz("node", runs, tmp_path, timeout=6 * 3600) == runs
