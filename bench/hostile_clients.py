@@ -1,18 +1,22 @@
 """A well-behaved client's round-trip rate on a node alone, then beside hostile clients.
 
-`flock /tmp/leveret-bench.lock python -m bench.hostile_clients` prints both rates and their
-ratio (the README records it). The hostile load: 5,000 connections abandoned mid-handshake,
-100 slowloris clients (reopened as the node closes them), a consumer that never reads its
-deliveries with a publisher feeding it, and clients sending frames above frame_max in a loop.
+`flock /tmp/leveret-bench.lock python -m bench.hostile_clients` prints the rate alone, beside
+each kind of hostile client, and beside all of them, with the ratios (the README records them).
+The hostile clients: 5,000 connections abandoned mid-handshake, 100 slowloris clients (reopened
+as the node closes them), a consumer that never reads its deliveries with a publisher feeding
+it, and a client sending frames above frame_max in a loop. Each runs in a process of its own,
+so that the measuring client shares no interpreter lock with them.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import socket
 import struct
-import threading
 import time
+from collections.abc import Callable
+from multiprocessing.synchronize import Event
 
 import pika
 
@@ -30,7 +34,8 @@ from tests.hostile.clients import (
 from tests.support.node import NodeProcess
 
 
-def _frame_max_violations(port: int, stop: threading.Event) -> None:
+def _frame_max_violations(node: NodeProcess, stop: Event) -> None:
+    port = node.ports["amqp"]
     big = method_frame(1, m.BasicPublish(routing_key="q"))[7:-1] + b"\x00" * 100_000
     while not stop.is_set():
         with connect(port) as sock:
@@ -39,7 +44,7 @@ def _frame_max_violations(port: int, stop: threading.Event) -> None:
             read_close(sock)
 
 
-def _never_reading_consumer(node: NodeProcess, stop: threading.Event) -> None:
+def _never_reading_consumer(node: NodeProcess, stop: Event) -> None:
     sock = connect(node.ports["amqp"])
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
     handshake(sock)
@@ -47,52 +52,68 @@ def _never_reading_consumer(node: NodeProcess, stop: threading.Event) -> None:
     channel = publisher.channel()
     channel.queue_declare("bench-never-read", arguments={"x-max-length": 2000})
     sock.sendall(method_frame(1, m.BasicConsume(queue="bench-never-read", no_ack=True)))
+    # Once the consumer's socket is full the node stops reading this publisher: it stays blocked.
     while not stop.is_set():
         channel.basic_publish("", "bench-never-read", b"m" * 4096)
-    publisher.close()
-    sock.close()
 
 
-def _slowloris(port: int, stop: threading.Event) -> None:
+def _slowloris(node: NodeProcess, stop: Event) -> None:
     while not stop.is_set():
-        wave = Slowloris(port, clients=100, interval=1.0)
+        wave = Slowloris(node.ports["amqp"], clients=100, interval=1.0)
         wave.wait(20)
         wave.stop()
+
+
+def _abandoned(node: NodeProcess, stop: Event) -> None:
+    held = [abandon_mid_handshake(node.ports["amqp"], index) for index in range(5000)]
+    stop.wait()
+    for sock in held:
+        sock.close()
+
+
+LOADS: dict[str, Callable[[NodeProcess, Event], None]] = {
+    "5,000 abandoned handshakes": _abandoned,
+    "100 slowloris clients": _slowloris,
+    "a consumer that never reads": _never_reading_consumer,
+    "frame_max violations in a loop": _frame_max_violations,
+}
+
+
+def _beside(node: NodeProcess, loads: list[str], seconds: float) -> tuple[float, int]:
+    """The measuring client's rate while `loads` run, and the node's RSS then."""
+    stop = multiprocessing.Event()
+    workers = [
+        multiprocessing.Process(target=LOADS[name], args=(node, stop), daemon=True)
+        for name in loads
+    ]
+    for worker in workers:
+        worker.start()
+    time.sleep(3.0)  # the load under way
+    rate = round_trips(node.url, seconds) / seconds
+    rss = rss_bytes(node.proc.pid)  # type: ignore[union-attr]
+    stop.set()
+    for worker in workers:
+        worker.join(30)
+        if worker.is_alive():
+            worker.kill()  # a publisher blocked for good by the node's flow control
+    return rate, rss
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--abandoned", type=int, default=5000)
     args = parser.parse_args()
     with NodeProcess() as node:
-        pid = node.proc.pid  # type: ignore[union-attr]
         round_trips(node.url, 1.0)  # warm up
         alone = round_trips(node.url, args.seconds) / args.seconds
-        stop = threading.Event()
-        abandoned = [
-            abandon_mid_handshake(node.ports["amqp"], index) for index in range(args.abandoned)
-        ]
-        loads = [
-            threading.Thread(target=_frame_max_violations, args=(node.ports["amqp"], stop)),
-            threading.Thread(target=_never_reading_consumer, args=(node, stop)),
-            threading.Thread(target=_slowloris, args=(node.ports["amqp"], stop)),
-        ]
-        for load in loads:
-            load.daemon = True
-            load.start()
-        time.sleep(2.0)  # the load under way
-        beside = round_trips(node.url, args.seconds) / args.seconds
-        rss = rss_bytes(pid)
-        stop.set()
-        for sock in abandoned:
-            sock.close()
-        for load in loads:
-            load.join(30)
-    print(f"alone: {alone:.0f} round trips/s")
-    print(f"beside hostile clients: {beside:.0f} round trips/s")
-    print(f"ratio: {beside / alone:.2f}")
-    print(f"node RSS under load: {rss / 2**20:.0f} MiB")
+        print(f"alone: {alone:.0f} round trips/s")
+        for loads in [[name] for name in LOADS] + [list(LOADS)]:
+            rate, rss = _beside(node, loads, args.seconds)
+            what = "all of them" if len(loads) > 1 else loads[0]
+            print(
+                f"beside {what}: {rate:.0f} round trips/s, ratio {rate / alone:.2f}, "
+                f"node RSS {rss / 2**20:.0f} MiB"
+            )
 
 
 if __name__ == "__main__":
