@@ -8,7 +8,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test,fast,dev,spark]'
 	touch $@
 
-.PHONY: venv run cluster test test-slow faults bench bench-cluster bench-federation bench-tls bench-containers bench-spark spark-example lint
+.PHONY: venv run cluster test test-slow faults fuzz bench bench-cluster bench-federation bench-tls bench-containers bench-spark spark-example lint
 venv: $(VENV)/.installed
 
 run: venv
@@ -29,6 +29,12 @@ test-slow: venv
 # LEVERET_SLOW=1 for the long run (100 rounds), LEVERET_FAULTS_SEED=N to replay one.
 faults: venv
 	$(PY) -m pytest -q -p no:cacheprovider -s tests/faults
+
+# Coverage-guided fuzzing (Atheris, libFuzzer): ten million inputs through the connection
+# parser (checked against pamqp), a million through whole connections on an in-process node.
+fuzz: venv
+	nice $(PY) -m tests.fuzz.run parser --runs 10000000 --max-len 1024 --artifacts fuzz-artifacts
+	nice $(PY) -m tests.fuzz.run node --runs 1000000 --max-len 1024 --artifacts fuzz-artifacts
 
 bench: venv
 	$(PY) bench/side_by_side.py

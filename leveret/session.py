@@ -143,6 +143,9 @@ class Session:
         self.owner_tag = f"{broker.config.node_name}/{RUN_ID}/{next(_session_numbers)}"
         self.closed = False
         self._released = False
+        # Set once our connection.close is out: frames the parser read in the same batch as
+        # the one that failed are not handled (only the client's close or close-ok matter).
+        self._closing = False
 
     # --- IO entry points ----------------------------------------------------------------------
 
@@ -158,6 +161,8 @@ class Session:
             if self._waiting:
                 self._held.extend(events[index:])
                 break
+            if self._closing and not _answers_our_close(event):
+                continue
             kind = type(event)
             if kind is ContentReceived:
                 if self.alarm is not None:
@@ -433,6 +438,7 @@ class Session:
             self.conn.close_connection(error)
             self.transport.close_silently()
             return
+        self._closing = True
         self._teardown_channels()
         self.write(self.conn.close_connection(error))
         # RabbitMQ gives the client a moment to read the close, then drops the socket
@@ -586,3 +592,12 @@ class Session:
     def awaiting_confirms(self) -> bool:
         """Whether a channel owes its publisher confirms for publishes it has read."""
         return any(channel.awaiting_confirms() for channel in self.channels.values())
+
+
+def _answers_our_close(event: Event) -> bool:
+    """The client's connection.close or close-ok, the only frames read once we closed."""
+    return (
+        type(event) is MethodReceived
+        and event.channel == 0  # type: ignore[union-attr]
+        and type(event.method) in (m.ConnectionClose, m.ConnectionCloseOk)  # type: ignore[union-attr]
+    )

@@ -252,7 +252,9 @@ class ServerConnection:
     @property
     def has_buffered_frames(self) -> bool:
         """Whether a complete frame is waiting in the buffer (after a bounded receive_data)."""
-        if self._lost_sync or self.state is _CLOSED:
+        if self._lost_sync or self.state is _CLOSED or self.state is S.AWAITING_HEADER:
+            # Before the protocol header, the buffer holds a part of it, not a frame: read as
+            # one, it would look complete and the node would spin on it until the next byte.
             return False
         buffer, offset = self._buffer, self._offset
         if len(buffer) - offset < 7:

@@ -77,7 +77,7 @@ def _lister(kind_letter: str) -> Any:
 
 def _creator(kind_letter: str) -> Any:
     def handler(ctx: Context) -> Reply | Awaitable[Reply]:
-        vhost = ctx.vhost()
+        vhost = ctx.vhost_to_write()
         source = exchange_name(ctx.param("source"))
         destination = ctx.param("destination")
         kind = _KINDS[kind_letter]

@@ -15,6 +15,7 @@ from .context import (
     Context,
     Reply,
     Route,
+    body_flag,
     not_found_unless,
     ok,
     require_keys,
@@ -70,7 +71,7 @@ def show(ctx: Context) -> Reply:
 
 
 def declare(ctx: Context) -> Reply | Awaitable[Reply]:
-    vhost = ctx.vhost()
+    vhost = ctx.vhost_to_write()
     name = exchange_name(ctx.param("name"))
     body = ctx.json_body()
     arguments = body.get("arguments") or {}
@@ -78,9 +79,9 @@ def declare(ctx: Context) -> Reply | Awaitable[Reply]:
         raise bad_request("arguments should be an object")
     check_permission(ctx, "configure", vhost.name, name, "exchange")
     type_name = str(body.get("type", "direct"))
-    durable = truthy(body.get("durable", False))
-    auto_delete = truthy(body.get("auto_delete", False))
-    internal = truthy(body.get("internal", False))
+    durable = body_flag(body, "durable")
+    auto_delete = body_flag(body, "auto_delete")
+    internal = body_flag(body, "internal")
     return metadata_writes.declare_exchange(
         ctx,
         vhost,

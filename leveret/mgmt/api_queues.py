@@ -17,6 +17,7 @@ from .context import (
     Context,
     Reply,
     Route,
+    body_flag,
     not_found_unless,
     ok,
     require_keys,
@@ -157,7 +158,7 @@ def _add_samples(ctx: Context, queue: ClassicQueue, shown: dict[str, Any]) -> No
 
 
 def declare(ctx: Context) -> Reply | Awaitable[Reply]:
-    vhost = ctx.vhost()
+    vhost = ctx.vhost_to_write()
     name = ctx.param("name")
     size = len(name.encode("utf-8"))
     if size > MAX_NAME_BYTES:
@@ -167,8 +168,8 @@ def declare(ctx: Context) -> Reply | Awaitable[Reply]:
     if not isinstance(arguments, dict):
         raise bad_request("arguments should be an object")
     check_permission(ctx, "configure", vhost.name, name, "queue")
-    durable = truthy(body.get("durable", False))
-    auto_delete = truthy(body.get("auto_delete", False))
+    durable = body_flag(body, "durable")
+    auto_delete = body_flag(body, "auto_delete")
     return metadata_writes.declare_queue(
         ctx, vhost, name, durable=durable, auto_delete=auto_delete, arguments=dict(arguments)
     )

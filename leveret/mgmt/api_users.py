@@ -153,9 +153,10 @@ def _regex_problem(pattern: str) -> str | None:
 
 def checked_permission(ctx: Context, user: str, vhost: str, body: dict[str, Any]) -> Permission:
     """The permission a PUT body (or definitions entry) grants, or the 400 RabbitMQ answers."""
-    require_keys(body, "configure", "write", "read")
+    # As RabbitMQ: who and where are checked before what the body lacks.
     if user not in ctx.broker.users or vhost not in ctx.broker.vhosts:
         raise bad_request("vhost_or_user_not_found")
+    require_keys(body, "configure", "write", "read")
     patterns = [body["configure"], body["write"], body["read"]]
     for pattern in patterns:
         if not isinstance(pattern, str):
@@ -228,9 +229,9 @@ def show_topic_permissions(ctx: Context) -> Reply:
 
 
 def apply_topic_permission(ctx: Context, user: str, vhost: str, body: dict[str, Any]) -> bool:
-    require_keys(body, "exchange", "write", "read")
     if user not in ctx.broker.users or vhost not in ctx.broker.vhosts:
         raise bad_request("vhost_or_user_not_found")
+    require_keys(body, "exchange", "write", "read")
     key = (user, vhost, str(body["exchange"]))
     table = ctx.state.registry.topic_permissions
     created = key not in table

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .access import Caller, require_vhost
-from .errors import ApiError, bad_request, key_missing_reason
+from .errors import ApiError, bad_request, key_missing_reason, vhost_not_found
 from .request import Request
 
 if TYPE_CHECKING:
@@ -69,6 +69,13 @@ class Context:
         require_vhost(self.broker, self.caller, name)
         return self.broker.vhosts[name]
 
+    def vhost_to_write(self) -> VirtualHost:
+        """The vhost a declare or a bind goes to: one that does not exist is RabbitMQ's
+        `vhost_not_found` (a read of it is the plain 404 of `vhost()`)."""
+        if self.params["vhost"] not in self.broker.vhosts:
+            raise vhost_not_found()
+        return self.vhost()
+
     def json_body(self, *, required: bool = False) -> dict[str, Any]:
         """The request body as a JSON object; an empty body is {} (RabbitMQ allows that)."""
         body = self.request.body.strip()
@@ -83,6 +90,17 @@ class Context:
         if not isinstance(document, dict):
             raise bad_request("not_json")
         return document
+
+
+def body_flag(body: Mapping[str, Any], key: str) -> bool:
+    """A boolean of a request body, read as RabbitMQ reads it: true or "true", false or
+    "false" (or absent); anything else is a 400 whose reason is `["not_boolean", value]`."""
+    value = body.get(key, False)
+    if value is True or value == "true":
+        return True
+    if value is False or value == "false" or value is None:
+        return False
+    raise ApiError(400, "bad_request", ["not_boolean", value])
 
 
 def require_keys(document: Mapping[str, Any], *keys: str) -> None:

@@ -46,6 +46,11 @@ def object_not_found() -> ApiError:
     return ApiError(404, "Object Not Found", "Not Found")
 
 
+def vhost_not_found() -> ApiError:
+    """What RabbitMQ answers a declare or a bind in a vhost that does not exist."""
+    return ApiError(404, "not_found", "vhost_not_found")
+
+
 def bad_request(reason: str) -> ApiError:
     return ApiError(400, "bad_request", reason)
 

@@ -44,9 +44,19 @@ API_ROUTES: tuple[Route, ...] = (
 
 
 def split_path(path: str) -> list[str]:
-    """Path segments, each percent-decoded on its own (so `%2F` stays inside its segment)."""
+    """Path segments, each percent-decoded on its own (so `%2F` stays inside its segment).
+
+    `.` and `..` segments, also percent-encoded, are resolved as RabbitMQ's HTTP server does:
+    `/api/queues/%2F/..` is `/api/queues/%2F`, never a name."""
     segments = path.strip("/").split("/") if path.strip("/") else []
-    return [unquote(segment, errors="strict") for segment in segments]
+    resolved: list[str] = []
+    for segment in (unquote(segment, errors="strict") for segment in segments):
+        if segment == "..":
+            if resolved:
+                resolved.pop()
+        elif segment != ".":
+            resolved.append(segment)
+    return resolved
 
 
 class Router:

@@ -41,9 +41,16 @@ def total_memory(cgroup_files: tuple[Path, ...] = CGROUP_LIMIT_FILES) -> int:
     return total
 
 
+_statm: int | None = None  # a descriptor of /proc/self/statm, kept open
+
+
 def resident_bytes() -> int:
-    with open("/proc/self/statm", "rb") as handle:
-        return int(handle.read().split()[1]) * _PAGE
+    """The node's resident memory. The file is opened once and kept: at the node's fd limit a
+    new open fails, and memory must be watched then most of all (the alarm's task died of it)."""
+    global _statm
+    if _statm is None:
+        _statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+    return int(os.pread(_statm, 128, 0).split()[1]) * _PAGE
 
 
 class MemoryMonitor:
@@ -55,6 +62,7 @@ class MemoryMonitor:
         self._above = False
 
     def start(self) -> None:
+        resident_bytes()  # opens what it reads while descriptors are to be had
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     def stop(self) -> None:

@@ -1,0 +1,120 @@
+"""A well-behaved client's round-trip rate on a node alone, then beside hostile clients.
+
+`flock /tmp/leveret-bench.lock python -m bench.hostile_clients` prints the rate alone, beside
+each kind of hostile client, and beside all of them, with the ratios (the README records them).
+The hostile clients: 5,000 connections abandoned mid-handshake, 100 slowloris clients (reopened
+as the node closes them), a consumer that never reads its deliveries with a publisher feeding
+it, and a client sending frames above frame_max in a loop. Each runs in a process of its own,
+so that the measuring client shares no interpreter lock with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import socket
+import struct
+import time
+from collections.abc import Callable
+from multiprocessing.synchronize import Event
+
+import pika
+
+from leveret.amqp import methods as m
+from leveret.amqp.frames import method_frame
+from tests.hostile.clients import (
+    Slowloris,
+    abandon_mid_handshake,
+    connect,
+    handshake,
+    read_close,
+    round_trips,
+    rss_bytes,
+)
+from tests.support.node import NodeProcess
+
+
+def _frame_max_violations(node: NodeProcess, stop: Event) -> None:
+    port = node.ports["amqp"]
+    big = method_frame(1, m.BasicPublish(routing_key="q"))[7:-1] + b"\x00" * 100_000
+    while not stop.is_set():
+        with connect(port) as sock:
+            handshake(sock, frame_max=4096)
+            sock.sendall(struct.pack(">BHI", 1, 1, len(big)) + big + b"\xce")
+            read_close(sock)
+
+
+def _never_reading_consumer(node: NodeProcess, stop: Event) -> None:
+    sock = connect(node.ports["amqp"])
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    handshake(sock)
+    publisher = pika.BlockingConnection(pika.URLParameters(node.url))
+    channel = publisher.channel()
+    channel.queue_declare("bench-never-read", arguments={"x-max-length": 2000})
+    sock.sendall(method_frame(1, m.BasicConsume(queue="bench-never-read", no_ack=True)))
+    # Once the consumer's socket is full the node stops reading this publisher: it stays blocked.
+    while not stop.is_set():
+        channel.basic_publish("", "bench-never-read", b"m" * 4096)
+
+
+def _slowloris(node: NodeProcess, stop: Event) -> None:
+    while not stop.is_set():
+        wave = Slowloris(node.ports["amqp"], clients=100, interval=1.0)
+        wave.wait(20)
+        wave.stop()
+
+
+def _abandoned(node: NodeProcess, stop: Event) -> None:
+    held = [abandon_mid_handshake(node.ports["amqp"], index) for index in range(5000)]
+    stop.wait()
+    for sock in held:
+        sock.close()
+
+
+LOADS: dict[str, Callable[[NodeProcess, Event], None]] = {
+    "5,000 abandoned handshakes": _abandoned,
+    "100 slowloris clients": _slowloris,
+    "a consumer that never reads": _never_reading_consumer,
+    "frame_max violations in a loop": _frame_max_violations,
+}
+
+
+def _beside(node: NodeProcess, loads: list[str], seconds: float) -> tuple[float, int]:
+    """The measuring client's rate while `loads` run, and the node's RSS then."""
+    stop = multiprocessing.Event()
+    workers = [
+        multiprocessing.Process(target=LOADS[name], args=(node, stop), daemon=True)
+        for name in loads
+    ]
+    for worker in workers:
+        worker.start()
+    time.sleep(3.0)  # the load under way
+    rate = round_trips(node.url, seconds) / seconds
+    rss = rss_bytes(node.proc.pid)  # type: ignore[union-attr]
+    stop.set()
+    for worker in workers:
+        worker.join(30)
+        if worker.is_alive():
+            worker.kill()  # a publisher blocked for good by the node's flow control
+    return rate, rss
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=10.0)
+    args = parser.parse_args()
+    with NodeProcess() as node:
+        round_trips(node.url, 1.0)  # warm up
+        alone = round_trips(node.url, args.seconds) / args.seconds
+        print(f"alone: {alone:.0f} round trips/s")
+        for loads in [[name] for name in LOADS] + [list(LOADS)]:
+            rate, rss = _beside(node, loads, args.seconds)
+            what = "all of them" if len(loads) > 1 else loads[0]
+            print(
+                f"beside {what}: {rate:.0f} round trips/s, ratio {rate / alone:.2f}, "
+                f"node RSS {rss / 2**20:.0f} MiB"
+            )
+
+
+if __name__ == "__main__":
+    main()
