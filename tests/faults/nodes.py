@@ -114,9 +114,13 @@ class LabNode:
             self.proc.send_signal(signal.SIGCONT)
         self.paused = False
 
-    def http(self, method: str, path: str, timeout: float = 3.0) -> Any:
-        request = urllib.request.Request(f"http://{self.address}:{MGMT_PORT}{path}", method=method)
+    def http(self, method: str, path: str, timeout: float = 3.0, body: Any = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            f"http://{self.address}:{MGMT_PORT}{path}", data=data, method=method
+        )
         request.add_header("Authorization", "Basic " + base64.b64encode(b"guest:guest").decode())
+        request.add_header("Content-Type", "application/json")
         with urllib.request.urlopen(request, timeout=timeout) as response:
             answer = response.read()
             return json.loads(answer) if answer else None

@@ -109,12 +109,41 @@ async def _close(connection: aio_pika.abc.AbstractConnection | None) -> None:
         await asyncio.wait_for(connection.close(), _CLOSE_SECONDS)
 
 
+def _redelivered(message: aio_pika.abc.AbstractIncomingMessage) -> bool:
+    """Marked as a repeat: by the queue that delivered it, or, for a message a federation link
+    brought, by the upstream queue that gave it to the link again (its x-received-from hop)."""
+    if message.redelivered:
+        return True
+    hops = (message.headers or {}).get("x-received-from")
+    if isinstance(hops, list) and hops and isinstance(hops[0], dict):
+        return bool(hops[0].get("redelivered"))
+    return False
+
+
 class TotalQueue:
     """The workload, run on an event loop in a thread of its own; `urls` maps node index to
-    AMQP URL, `queues` maps each queue to the node index that homes it."""
+    AMQP URL, `queues` maps each queue to the node index that homes it. By default producers
+    run on every node, each node consumes every queue, and the leftovers are taken from each
+    queue's home; `producers`, `consumers` ((node, queue) pairs) and `drains` ((queue, node)
+    pairs) say otherwise, for queues of the same name on brokers that are not one cluster."""
 
-    def __init__(self, urls: list[str], queues: dict[str, int], seed: int) -> None:
+    def __init__(
+        self,
+        urls: list[str],
+        queues: dict[str, int],
+        seed: int,
+        producers: list[int] | None = None,
+        consumers: list[tuple[int, str]] | None = None,
+        drains: list[tuple[str, int]] | None = None,
+    ) -> None:
         self.urls, self.queues = urls, queues
+        self.producers = list(range(len(urls))) if producers is None else producers
+        self.consumers = (
+            [(node, queue) for node in range(len(urls)) for queue in queues]
+            if consumers is None
+            else consumers
+        )
+        self.drains = list(queues.items()) if drains is None else drains
         self.rng = random.Random(seed)
         self.history = History()
         self._next = 0
@@ -135,10 +164,10 @@ class TotalQueue:
         self.call(self._spawn())
 
     async def _spawn(self) -> None:
-        for node in range(len(self.urls)):
+        for node in self.producers:
             self._tasks.append(asyncio.create_task(self._keep(self._producer, node)))
-            for queue in self.queues:
-                self._tasks.append(asyncio.create_task(self._keep(self._consumer, node, queue)))
+        for node, queue in self.consumers:
+            self._tasks.append(asyncio.create_task(self._keep(self._consumer, node, queue)))
 
     def stop_publishing(self) -> None:
         self._loop.call_soon_threadsafe(setattr, self, "_publishing", False)
@@ -154,12 +183,14 @@ class TotalQueue:
         except _CLIENT_ERRORS:
             return None
 
-    def finish(self) -> Verdict:
-        """Stop the consumers (what they held unacknowledged goes back), take what is left with
-        basic.get, and judge."""
+    def finish(self, before_sweep: Callable[[], None] | None = None) -> Verdict:
+        """Stop the consumers (what they held unacknowledged goes back), call `before_sweep`,
+        take what is left with basic.get, and judge."""
         self._consuming = False
         self._publishing = False
         self.call(self._stop_tasks(), 60)
+        if before_sweep is not None:
+            before_sweep()
         self.call(self._sweep(), 120)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
@@ -241,7 +272,7 @@ class TotalQueue:
             source = await channel.declare_queue(queue, passive=True, timeout=_PUBLISH_SECONDS)
 
             async def record(message: aio_pika.abc.AbstractIncomingMessage) -> None:
-                self.history.deliveries.append((int(message.body), bool(message.redelivered)))
+                self.history.deliveries.append((int(message.body), _redelivered(message)))
                 await message.ack()
 
             await source.consume(record, timeout=_PUBLISH_SECONDS)
@@ -261,7 +292,7 @@ class TotalQueue:
 
     async def _remaining(self) -> int:
         total = 0
-        for queue, home in self.queues.items():
+        for queue, home in self.drains:
             connection = await self._connect(home)
             try:
                 channel = await connection.channel()
@@ -272,12 +303,12 @@ class TotalQueue:
         return total
 
     async def _sweep(self) -> None:
-        for queue, home in self.queues.items():
+        for queue, home in self.drains:
             connection = await self._connect(home)
             try:
                 channel = await connection.channel()
                 source = await channel.declare_queue(queue, passive=True, timeout=5)
                 while (message := await source.get(no_ack=True, fail=False, timeout=5)) is not None:
-                    self.history.deliveries.append((int(message.body), bool(message.redelivered)))
+                    self.history.deliveries.append((int(message.body), _redelivered(message)))
             finally:
                 await _close(connection)
