@@ -15,7 +15,7 @@ from urllib.parse import quote
 import pika
 
 from tests.faults import nemesis
-from tests.faults.harness import HEAL_SECONDS, _sigterm_unwinds, _wait_drained, schedule
+from tests.faults.harness import HEAL_SECONDS, schedule, sigterm_unwinds, wait_drained
 from tests.faults.nemesis import Fault, Nemesis
 from tests.faults.netlab import NetLab
 from tests.faults.nodes import AMQP_PORT, LabCluster, LabNode
@@ -27,7 +27,7 @@ _UPSTREAM_NAME = "origin"
 _POLICY = "federate"
 # The link notices a dead peer after two missed heartbeats: a cut of a few seconds breaks its
 # connection (what is unacknowledged upstream comes again), rather than only stalling it.
-_LINK_HEARTBEAT = 2
+_LINK_HEARTBEAT = 1
 _SETTLE_SECONDS = 30.0
 
 
@@ -55,9 +55,10 @@ class SeparateBrokers(LabCluster):
 
 def link_of(node: LabNode) -> dict[str, Any] | None:
     try:
-        found = [link for link in node.http("GET", "/api/federation-links") if link["queue"] == QUEUE]
+        links = node.http("GET", "/api/federation-links")
     except (OSError, ValueError):
         return None
+    found = [link for link in links if link["queue"] == QUEUE]
     return dict(found[0]) if found else None
 
 
@@ -146,7 +147,9 @@ NEMESES: dict[str, Nemesis] = {
 }
 # on-publish acknowledges upstream before the downstream's disk has the message: a downstream
 # crash may lose what it held (as with RabbitMQ), so those rounds spare the downstream's life.
-ON_PUBLISH_NEMESES = ("link", "slow", "lossy", "pause-downstream", "kill-upstream", "pause-upstream")
+ON_PUBLISH_NEMESES = (
+    "link", "slow", "lossy", "pause-downstream", "kill-upstream", "pause-upstream",
+)  # fmt: skip
 
 
 @dataclass
@@ -201,7 +204,7 @@ def run(
     rng = random.Random(seed)
     report = FederationReport(seed, ack_mode, rng.choice((20, 200, 1000)))
     say(f"federation fault harness seed {seed}: {rounds} rounds, {ack_mode}")
-    with _sigterm_unwinds():
+    with sigterm_unwinds():
         lab = NetLab(2).build()
         brokers: SeparateBrokers | None = None
         try:
@@ -231,7 +234,7 @@ def run(
                     report.heal_seconds.append(healed)
                     say(f"  link running again in {healed:.1f} s")
                 workload.stop_publishing()
-                _wait_drained(workload)
+                wait_drained(workload)
                 report.verdict = workload.finish(before_sweep=lambda: unfederate(brokers))
                 report.publish_outcomes = dict(workload.history.outcomes)
             except BaseException:

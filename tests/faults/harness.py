@@ -81,7 +81,7 @@ def _history_lines(operations: Sequence[Operation]) -> list[str]:
 
 
 @contextmanager
-def _sigterm_unwinds() -> Iterator[None]:
+def sigterm_unwinds() -> Iterator[None]:
     """SIGTERM and SIGINT unwind as Ctrl-C does, so that the host is put back (main thread
     only)."""
     if threading.current_thread() is not threading.main_thread():
@@ -131,7 +131,7 @@ def run(
         logging.getLogger(noisy).setLevel(logging.CRITICAL)
     report = Report(seed)
     rng = random.Random(seed)
-    with _sigterm_unwinds():
+    with sigterm_unwinds():
         lab = NetLab(size).build()
         report.netem = lab.netem
         cluster: LabCluster | None = None
@@ -158,7 +158,7 @@ def run(
                     say(f"  healed in {healed:.1f} s")
                 workload.call(metadata.stop(), 60)
                 workload.stop_publishing()
-                _wait_drained(workload)
+                wait_drained(workload)
                 report.verdict = workload.finish()
                 report.publish_outcomes = dict(workload.history.outcomes)
             except BaseException:
@@ -180,7 +180,7 @@ def run(
     return report
 
 
-def _wait_drained(workload: TotalQueue) -> None:
+def wait_drained(workload: TotalQueue) -> None:
     """Until the queues are empty and consumers got nothing new for a while."""
     deadline = time.monotonic() + DRAIN_SECONDS
     seen, quiet_since = workload.deliveries_seen(), time.monotonic()
