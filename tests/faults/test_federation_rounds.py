@@ -41,8 +41,8 @@ def _judge(
 def test_on_confirm_link_cut_and_both_ends_killed_and_paused() -> None:
     seed = _seed()
     rng = random.Random(seed)
-    nemeses = ("link", "kill-downstream", rng.choice(("pause-upstream", "pause-downstream")))
-    nemeses += (rng.choice(("kill-upstream", "lossy")),)
+    pause = rng.choice(("pause-upstream", "pause-downstream"))
+    nemeses = ("link", "kill-downstream", pause, rng.choice(("kill-upstream", "lossy")))
     _judge(seed, len(nemeses), nemeses, "on-confirm", fault_seconds=(2.0, 3.0))
 
 
