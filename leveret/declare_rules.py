@@ -693,19 +693,28 @@ def validate_queue_arguments(
         if error is not None:
             raise _invalid_arg("x-queue-type", resource, error, method)
     if is_stream(arguments):
-        _validate_stream_arguments(arguments, types, resource, method)
-        return
-    for key, validator in _CLASSIC_VALIDATORS:
+        validators, refused, queue_type = (
+            _STREAM_VALIDATORS,
+            STREAM_REFUSED_ARGUMENTS,
+            "rabbit_stream_queue",
+        )
+    else:
+        validators, refused, queue_type = (
+            _CLASSIC_VALIDATORS,
+            OTHER_QUEUE_TYPE_ARGUMENTS,
+            "rabbit_classic_queue",
+        )
+    for key, validator in validators:
         if key in arguments:
             value = arguments[key]
             error = validator(value, field_type_name(value, types.get(key)), arguments)
             if error is not None:
                 raise _invalid_arg(key, resource, error, method)
     for key in arguments:
-        if key in OTHER_QUEUE_TYPE_ARGUMENTS:
+        if key in refused:
             raise AMQPError(
                 ReplyCode.PRECONDITION_FAILED,
-                f"invalid arg '{key}' for {resource} of queue type rabbit_classic_queue",
+                f"invalid arg '{key}' for {resource} of queue type {queue_type}",
                 method,
             )
 
@@ -732,27 +741,6 @@ _STREAM_VALIDATORS: tuple[tuple[str, _Validator], ...] = (
         _one_of(QUEUE_LEADER_LOCATORS, lambda value: Atom("invalid_queue_locator_arg")),
     ),
 )
-
-
-def _validate_stream_arguments(
-    arguments: Mapping[str, Any],
-    types: Mapping[str, str],
-    resource: str,
-    method: tuple[int, int],
-) -> None:
-    for key, validator in _STREAM_VALIDATORS:
-        if key in arguments:
-            value = arguments[key]
-            error = validator(value, field_type_name(value, types.get(key)), arguments)
-            if error is not None:
-                raise _invalid_arg(key, resource, error, method)
-    for key in arguments:
-        if key in STREAM_REFUSED_ARGUMENTS:
-            raise AMQPError(
-                ReplyCode.PRECONDITION_FAILED,
-                f"invalid arg '{key}' for {resource} of queue type rabbit_stream_queue",
-                method,
-            )
 
 
 def check_stream_properties(

@@ -12,24 +12,11 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from leveret.amqp.properties import decode_properties
 
 from .consumer import Delivery
-from .rows import SCHEMA
+from .rows import PROPERTY_COLUMNS, SCHEMA
 
 ARROW_SCHEMA = to_arrow_schema(SCHEMA, timezone="UTC")
-# The message properties in the schema's order after `headers` (timestamp in microseconds).
-_PROPERTIES = (
-    "content_type",
-    "content_encoding",
-    "delivery_mode",
-    "priority",
-    "correlation_id",
-    "reply_to",
-    "expiration",
-    "message_id",
-    "timestamp",
-    "type",
-    "user_id",
-    "app_id",
-)
+# The message properties follow `headers` in the schema, in PROPERTY_COLUMNS' order
+# (timestamp in microseconds).
 _FIRST_PROPERTY = ARROW_SCHEMA.get_field_index("headers")
 # Most streams repeat a few property sets (often none at all, or only delivery_mode): each
 # distinct encoding is decoded once. Bounded, so that per-message ids cannot make it grow.
@@ -44,15 +31,15 @@ def _text(value: Any) -> str:
 
 
 def _properties(encoded: bytes) -> tuple[Any, ...]:
-    """(headers as (key, text) pairs, then _PROPERTIES) of a content header's property part."""
+    """(headers as (key, text) pairs, then PROPERTY_COLUMNS) of a content header's property part."""
     properties = decode_properties(b"\0" * 12 + encoded)
     headers = (
         [(key, _text(value)) for key, value in properties.headers.items()]
         if properties.headers is not None
         else None
     )
-    values = [getattr(properties, name) for name in _PROPERTIES]
-    stamp = _PROPERTIES.index("timestamp")
+    values = [getattr(properties, name) for name in PROPERTY_COLUMNS]
+    stamp = PROPERTY_COLUMNS.index("timestamp")
     if values[stamp] is not None:  # seconds on the wire, microseconds in Spark
         values[stamp] *= 1_000_000
     return (headers, *values)

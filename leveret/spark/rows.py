@@ -41,7 +41,7 @@ SCHEMA = StructType(
     ]
 )
 # The sink's property columns (headers aside), as named in SCHEMA and in BasicProperties.
-_PROPERTIES = (
+PROPERTY_COLUMNS = (
     "content_type",
     "content_encoding",
     "delivery_mode",
@@ -98,7 +98,8 @@ class RowEncoder:
             self.default_key
         )
         key = tuple(
-            row[columns[name]] if name in columns else None for name in ("headers", *_PROPERTIES)
+            row[columns[name]] if name in columns else None
+            for name in ("headers", *PROPERTY_COLUMNS)
         )
         if key[0] is not None:
             key = (tuple(sorted(key[0].items())), *key[1:])
@@ -112,7 +113,7 @@ class RowEncoder:
 
     def _properties(self, key: tuple[Any, ...]) -> bytes:
         headers, *values = key
-        named = dict(zip(_PROPERTIES, values, strict=True))
+        named = dict(zip(PROPERTY_COLUMNS, values, strict=True))
         stamp = named.pop("timestamp")
         properties = BasicProperties(
             headers=dict(headers) if headers else None,
