@@ -130,13 +130,13 @@ def test_events_carry_the_json_routes_figures(node: LeveretProcess) -> None:
 
 
 def test_a_stream_refuses_without_credentials_and_bad_paths(node: LeveretProcess) -> None:
-    with live(node, "overview", headers={}) as (status, body):
+    with live(node, "overview", headers={}) as (status, _body):
         assert status == 401
-    with live(node, "overview", headers=basic("guest", "wrong")) as (status, body):
+    with live(node, "overview", headers=basic("guest", "wrong")) as (status, _body):
         assert status == 401
-    with live(node, "users") as (status, body):
+    with live(node, "users") as (status, _body):
         assert status == 400
-    with live(node) as (status, body):
+    with live(node) as (status, _body):
         assert status == 400
 
 
