@@ -36,6 +36,15 @@ def api(node: LeveretProcess, method: str, path: str, body: Any = None) -> Any:
         return json.loads(answer) if answer else None
 
 
+def live_streams(node: LeveretProcess) -> float:
+    """Live streams open on the node, from its /metrics."""
+    with urllib.request.urlopen(f"{node.management_url}/metrics", timeout=10) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith("leveret_management_live_streams "):
+                return float(line.split()[1])
+    raise AssertionError("leveret_management_live_streams not in /metrics")
+
+
 @pytest.fixture
 def channel(node: LeveretProcess) -> Iterator[Any]:
     connection = pika.BlockingConnection(pika.URLParameters(node.url))
@@ -132,6 +141,8 @@ def test_the_rates_chart_moves_while_a_producer_runs(page: Any, node: LeveretPro
         wait_for(lambda: page.get_attribute(published, "d") != first, timeout=20, interval=0.5)
         legend = page.inner_text("[data-chart=rates] .legend")
         assert "Published: 0/s" not in legend
+        # The figures came over the page's live stream, not by polling.
+        assert live_streams(node) >= 1
     finally:
         stop.set()
         producer.join(10)
