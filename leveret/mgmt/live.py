@@ -7,6 +7,7 @@ import asyncio
 import inspect
 import json
 import logging
+import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -99,12 +100,17 @@ class LiveHub:
             self._task = None
 
     async def _run(self) -> None:
+        interval = TICK_SECONDS
         while self.streams:
-            await asyncio.sleep(TICK_SECONDS)
+            await asyncio.sleep(interval)
+            started = time.monotonic()
             try:
                 await self.tick()
             except Exception:  # a bug in one answer must not end every stream
                 log.exception("live statistics tick failed")
+            # Slow answers (a listing of many queues) space the ticks out, so that the streams
+            # keep to about a third of the node's time.
+            interval = max(TICK_SECONDS, 2 * (time.monotonic() - started))
 
     async def tick(self) -> None:
         self.ticks += 1

@@ -148,6 +148,31 @@ def test_the_rates_chart_moves_while_a_producer_runs(page: Any, node: LeveretPro
         producer.join(10)
 
 
+def test_pages_poll_when_the_live_stream_fails(
+    browser: Any, node: LeveretProcess, channel: Any
+) -> None:
+    refused: list[str] = []
+
+    def refuse_streams(page: Any) -> None:
+        def abort(route: Any) -> None:
+            refused.append(route.request.url)
+            route.abort()
+
+        page.route("**/api/live?**", abort)
+
+    page = open_ui(browser, node.management_url, prepare=refuse_streams)
+    try:
+        go(page, "#/queues")
+        page.wait_for_selector("#queue-count")
+        channel.queue_declare("seen-by-polling")
+        page.wait_for_selector("tr[data-queue=seen-by-polling]")
+        assert refused  # the page did try its stream
+        assert page.problems == []
+    finally:
+        page.close()
+        channel.queue_delete("seen-by-polling")
+
+
 def test_create_a_policy_see_a_validation_message_and_delete_it(
     page: Any, node: LeveretProcess
 ) -> None:
