@@ -8,7 +8,8 @@ from urllib.parse import parse_qsl
 
 from aiohttp import web
 
-from .context import Context, Reply, Route
+from .access import require_monitor
+from .context import Context, Reply, Route, ok
 from .errors import bad_request
 from .live import LiveHub, Stream
 
@@ -55,4 +56,19 @@ def live(ctx: Context) -> Reply:
     return Reply(stream=serve)
 
 
-ROUTES = [Route("api/live", {"GET": live})]
+def live_stats(ctx: Context) -> Reply:
+    """The live streams' work since the node started: with one sampling shared by every
+    stream, ticks and readings grow alike however many streams are open."""
+    require_monitor(ctx.caller)
+    hub = ctx.state.live
+    return ok(
+        {
+            "streams": len(hub.streams) if hub is not None else 0,
+            "ticks": hub.ticks if hub is not None else 0,
+            "renders": hub.renders if hub is not None else 0,
+            "queue_readings": ctx.state.readings,
+        }
+    )
+
+
+ROUTES = [Route("api/live", {"GET": live}), Route("api/live/stats", {"GET": live_stats})]

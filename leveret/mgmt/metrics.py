@@ -436,33 +436,8 @@ def metrics_text(broker: Broker, state: ManagementState, *, per_object: bool = F
         + _connection_families(broker, state, per_object)
         + _global_families(broker, node_figure, consumers)
         + _federation_families(broker)
-        + _management_families(state)
     )
     return render(families)
-
-
-def _management_families(state: ManagementState) -> list[Family]:
-    """The management layer's own work: readings of all queues' figures, and the live streams'
-    shared sampling (one render per watched path and caller a tick, however many streams)."""
-    hub = state.live
-    return [
-        Family(
-            "leveret_management_queue_readings_total",
-            "counter",
-            "Readings of every queue's figures for the management API",
-        ).add(state.readings),
-        Family("leveret_management_live_streams", "gauge", "Open live streams").add(
-            len(hub.streams) if hub is not None else 0
-        ),
-        Family(
-            "leveret_management_live_ticks_total", "counter", "Sampling ticks of the live streams"
-        ).add(hub.ticks if hub is not None else 0),
-        Family(
-            "leveret_management_live_renders_total",
-            "counter",
-            "Answers computed for the live streams",
-        ).add(hub.renders if hub is not None else 0),
-    ]
 
 
 def _federation_families(broker: Broker) -> list[Family]:

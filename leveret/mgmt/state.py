@@ -120,7 +120,7 @@ class ManagementState:
         self._pinned: dict[ClassicQueue, QueueFigures] | None = None
         self._pinning = False
         # Readings of every queue's figures since the node started (the costly part of a
-        # request), counted so that the sharing can be checked from outside.
+        # request), counted so that the sharing can be checked (/api/live/stats).
         self.readings = 0
         # The live streams' shared sampler (see live.py); set by start_management.
         self.live: LiveHub | None = None

@@ -7,6 +7,7 @@ import base64
 import http.client
 import json
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -83,20 +84,9 @@ def live(
         connection.close()
 
 
-def metrics(node: LeveretProcess) -> dict[str, float]:
-    """The node's unlabelled metrics, from one /metrics request."""
-    with urllib.request.urlopen(f"{node.management_url}/metrics", timeout=10) as response:
-        lines = response.read().decode().splitlines()
-    found = {}
-    for line in lines:
-        name, _, value = line.partition(" ")
-        if name and not line.startswith("#") and "{" not in name:
-            found[name] = float(value)
-    return found
-
-
-def metric(node: LeveretProcess, name: str) -> float:
-    return metrics(node)[name]
+def live_stats(node: LeveretProcess) -> dict[str, int]:
+    """The node's count of open streams, ticks, renders and readings of the queues' figures."""
+    return dict(api(node, "GET", "live/stats"))
 
 
 def test_events_carry_the_json_routes_figures(node: LeveretProcess) -> None:
@@ -158,6 +148,11 @@ def test_a_management_user_sees_only_its_vhosts(node: LeveretProcess) -> None:
             listing, refused = stream.next(), stream.next()
             assert {q["name"] for q in listing["body"]} == {"theirs"}
             assert refused["status"] == 401
+        # The streams' own figures are for monitors.
+        stats = urllib.request.Request(f"{node.management_url}/api/live/stats", headers=member)
+        with pytest.raises(urllib.error.HTTPError) as refusal:
+            urllib.request.urlopen(stats, timeout=10)
+        assert refusal.value.code == 401
     finally:
         api(node, "DELETE", "queues/%2F/not-theirs")
         api(node, "DELETE", "vhosts/live-team")
@@ -167,9 +162,9 @@ def test_a_management_user_sees_only_its_vhosts(node: LeveretProcess) -> None:
 def streams_become(node: LeveretProcess, count: int) -> None:
     """Wait for the node to count `count` open streams (a closed one is noticed within a tick)."""
     deadline = time.monotonic() + 10
-    while metric(node, "leveret_management_live_streams") != count and time.monotonic() < deadline:
+    while live_stats(node)["streams"] != count and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert metric(node, "leveret_management_live_streams") == count
+    assert live_stats(node)["streams"] == count
 
 
 def test_ten_streams_share_one_sampling(node: LeveretProcess) -> None:
@@ -181,27 +176,22 @@ def test_ten_streams_share_one_sampling(node: LeveretProcess) -> None:
             assert status == 200 and isinstance(stream, EventStream)
             stream.next()  # its own first answer
             streams.append(stream)
-        assert metric(node, "leveret_management_live_streams") == 10
-        before = metrics(node)
+        assert live_stats(node)["streams"] == 10
+        before = live_stats(node)
         for _ in range(3):
             for stream in streams:
                 assert stream.next()["status"] == 200
-        after = metrics(node)
+        after = live_stats(node)
     ticked, rendered, read = (
-        after[name] - before[name]
-        for name in (
-            "leveret_management_live_ticks_total",
-            "leveret_management_live_renders_total",
-            "leveret_management_queue_readings_total",
-        )
+        after[name] - before[name] for name in ("ticks", "renders", "queue_readings")
     )
     assert ticked >= 3
     # One answer and one reading a tick for all ten streams, not ten (the statistics sampler
-    # every 5 s and the second /metrics request read too).
+    # reads too, every 5 s).
     assert rendered == ticked
-    assert read <= ticked + 2 + ticked // 5
+    assert read <= ticked + 1 + ticked // 5
     # Closed streams are forgotten and the sampling stops.
     streams_become(node, 0)
-    stopped = metric(node, "leveret_management_live_ticks_total")
+    stopped = live_stats(node)["ticks"]
     time.sleep(2.5)
-    assert metric(node, "leveret_management_live_ticks_total") == stopped
+    assert live_stats(node)["ticks"] == stopped

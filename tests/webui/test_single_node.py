@@ -36,13 +36,9 @@ def api(node: LeveretProcess, method: str, path: str, body: Any = None) -> Any:
         return json.loads(answer) if answer else None
 
 
-def live_streams(node: LeveretProcess) -> float:
-    """Live streams open on the node, from its /metrics."""
-    with urllib.request.urlopen(f"{node.management_url}/metrics", timeout=10) as response:
-        for line in response.read().decode().splitlines():
-            if line.startswith("leveret_management_live_streams "):
-                return float(line.split()[1])
-    raise AssertionError("leveret_management_live_streams not in /metrics")
+def live_streams(node: LeveretProcess) -> int:
+    """Live streams open on the node."""
+    return int(api(node, "GET", "live/stats")["streams"])
 
 
 @pytest.fixture
