@@ -26,8 +26,26 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TICK_SECONDS = 1.0
-# The API paths a stream may watch: the figures the UI's pages show (first path segment).
-LIVE_PATHS = frozenset({"overview", "queues", "nodes", "cluster"})
+# The API paths a stream may watch (these and the paths under them): the listings and figures
+# the UI's pages show (ui/live.js has the same list).
+LIVE_PATHS = frozenset(
+    {
+        "overview",
+        "queues",
+        "nodes",
+        "cluster/status",
+        "connections",
+        "channels",
+        "exchanges",
+        "federation-links",
+        "parameters",
+        "policies",
+        "operator-policies",
+        "users",
+        "vhosts",
+        "permissions",
+    }
+)
 
 # One watched answer: a caller (what they may see) and a path with its query.
 Watch = tuple[Caller, str]
@@ -81,7 +99,7 @@ class LiveHub:
     def resolve(self, path: str) -> bool:
         """Whether `path` (relative to /api/, with its query) may be watched."""
         bare = path.partition("?")[0]
-        if bare.partition("/")[0] not in LIVE_PATHS:
+        if not any(bare == p or bare.startswith(f"{p}/") for p in LIVE_PATHS):
             return False
         found = self.router.match_path(f"/api/{bare}")
         return found is not None and "GET" in found[0].methods

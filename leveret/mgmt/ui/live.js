@@ -10,6 +10,14 @@ export const POLL_MS = Number(new URLSearchParams(location.search).get('poll_ms'
 // streams (told apart over a BroadcastChannel), a tab polls, leaving connections for requests.
 const MAX_STREAMS = 4;
 const RETRY_MS = 15000;
+// The paths the node streams, and those under them (LIVE_PATHS in leveret/mgmt/live.py); a watch
+// of any other path polls.
+const STREAMED = ['overview', 'queues', 'nodes', 'cluster/status', 'connections', 'channels', 'exchanges',
+  'federation-links', 'parameters', 'policies', 'operator-policies', 'users', 'vhosts', 'permissions'];
+const streamable = (path) => {
+  const bare = path.split('?')[0];
+  return STREAMED.some((p) => bare === p || bare.startsWith(`${p}/`));
+};
 const HEARTBEAT_MS = 1000;
 
 const watches = new Set();
@@ -66,7 +74,7 @@ function sync() {
 }
 
 async function openStream() {
-  const paths = [...new Set([...watches].map(currentPath))];
+  const paths = [...new Set([...watches].map(currentPath).filter(streamable))];
   const key = paths.join('\n');
   if (!paths.length || !mayStream()) { close(); return; }
   if (stream && stream.key === key) return;
