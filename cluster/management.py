@@ -53,6 +53,10 @@ class ClusterManagement:
                     for queue in (report.queues if report else ())
                 ],
             }
+            if name != status.node and report and report.raft_role and status.is_running(name):
+                # Another node's role and term as it last gossiped them (a lost node's are
+                # not shown: they may have changed since).
+                cluster["raft"] = {"role": report.raft_role, "term": report.raft_term}
             if name == status.node:
                 cluster["raft"] = {
                     "role": status.role,

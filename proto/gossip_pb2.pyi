@@ -59,7 +59,7 @@ class LinkReport(_message.Message):
     def __init__(self, vhost: _Optional[str] = ..., queue: _Optional[str] = ..., upstream: _Optional[str] = ..., upstream_queue: _Optional[str] = ..., id: _Optional[str] = ..., status: _Optional[str] = ..., uri: _Optional[str] = ..., consumer_tag: _Optional[str] = ..., timestamp: _Optional[str] = ..., error: _Optional[str] = ..., local_connection: _Optional[str] = ..., demand: _Optional[str] = ...) -> None: ...
 
 class NodeReport(_message.Message):
-    __slots__ = ("version", "alarms", "memory_used", "disk_free", "queues", "run", "links", "clients")
+    __slots__ = ("version", "alarms", "memory_used", "disk_free", "queues", "run", "links", "clients", "raft_role", "raft_term")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ALARMS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_USED_FIELD_NUMBER: _ClassVar[int]
@@ -68,6 +68,8 @@ class NodeReport(_message.Message):
     RUN_FIELD_NUMBER: _ClassVar[int]
     LINKS_FIELD_NUMBER: _ClassVar[int]
     CLIENTS_FIELD_NUMBER: _ClassVar[int]
+    RAFT_ROLE_FIELD_NUMBER: _ClassVar[int]
+    RAFT_TERM_FIELD_NUMBER: _ClassVar[int]
     version: int
     alarms: _containers.RepeatedScalarFieldContainer[str]
     memory_used: int
@@ -76,7 +78,9 @@ class NodeReport(_message.Message):
     run: str
     links: _containers.RepeatedCompositeFieldContainer[LinkReport]
     clients: _containers.RepeatedCompositeFieldContainer[ClientCount]
-    def __init__(self, version: _Optional[int] = ..., alarms: _Optional[_Iterable[str]] = ..., memory_used: _Optional[int] = ..., disk_free: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[QueueCounters, _Mapping]]] = ..., run: _Optional[str] = ..., links: _Optional[_Iterable[_Union[LinkReport, _Mapping]]] = ..., clients: _Optional[_Iterable[_Union[ClientCount, _Mapping]]] = ...) -> None: ...
+    raft_role: str
+    raft_term: int
+    def __init__(self, version: _Optional[int] = ..., alarms: _Optional[_Iterable[str]] = ..., memory_used: _Optional[int] = ..., disk_free: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[QueueCounters, _Mapping]]] = ..., run: _Optional[str] = ..., links: _Optional[_Iterable[_Union[LinkReport, _Mapping]]] = ..., clients: _Optional[_Iterable[_Union[ClientCount, _Mapping]]] = ..., raft_role: _Optional[str] = ..., raft_term: _Optional[int] = ...) -> None: ...
 
 class ClientCount(_message.Message):
     __slots__ = ("kind", "name", "count")

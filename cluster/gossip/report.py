@@ -57,6 +57,8 @@ class NodeReport:
     run: str = ""  # which run of the node (a new one at each start)
     links: tuple[LinkReport, ...] = ()  # the federation links the node runs
     clients: tuple[ClientCount, ...] = ()  # for the cluster-wide connection and channel limits
+    raft_role: str = ""  # the node's Raft role and term, as it last reported them
+    raft_term: int = 0
 
     def with_version(self, version: int) -> NodeReport:
         return replace(self, version=version)

@@ -39,6 +39,8 @@ def _encode(state: MemberState) -> gossip_pb2.MemberState:
         item.report.memory_used = report.memory_used
         item.report.disk_free = report.disk_free
         item.report.run = report.run
+        item.report.raft_role = report.raft_role
+        item.report.raft_term = report.raft_term
         item.report.queues.extend(
             gossip_pb2.QueueCounters(
                 vhost=queue.vhost,
@@ -79,5 +81,7 @@ def _decode(item: gossip_pb2.MemberState) -> MemberState:
                 for link in wire.links
             ),
             clients=tuple(ClientCount(c.kind, c.name, c.count) for c in wire.clients),
+            raft_role=wire.raft_role,
+            raft_term=wire.raft_term,
         )
     return MemberState(item.name, _FROM_WIRE[item.status], item.incarnation, report)

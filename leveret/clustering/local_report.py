@@ -19,8 +19,11 @@ MAX_CLIENT_COUNTS_REPORTED = 2000
 _ROUNDING = 1 << 20
 
 
-def broker_report(broker: Any, data_dir: Path) -> NodeReport:
-    """The report of a node whose broker is `broker` (see leveret.broker.Broker)."""
+def broker_report(
+    broker: Any, data_dir: Path, raft_role: str = "", raft_term: int = 0
+) -> NodeReport:
+    """The report of a node whose broker is `broker` (see leveret.broker.Broker), in Raft role
+    `raft_role` at term `raft_term`."""
     queues = [
         QueueCounters(
             vhost=vhost.name,
@@ -48,6 +51,8 @@ def broker_report(broker: Any, data_dir: Path) -> NodeReport:
         run=RUN_ID,
         links=_links(broker),
         clients=_clients(broker),
+        raft_role=raft_role,
+        raft_term=raft_term,
     )
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster.errors import ClusterError
+from cluster.gossip.report import NodeReport
 from cluster.management import ClusterManagement
 from cluster.secret import CallVerifier, SecretError
 from cluster.service import ClusterService
@@ -54,7 +55,7 @@ class ClusterPlugin:
         self._queues = QueuesService(broker)
         self.service = ClusterService(
             settings,
-            report_source=lambda: broker_report(broker, settings.data_dir),
+            report_source=self._report,
             services=[self._queues.install],
         )
         self._links: QueueLinks | None = None
@@ -68,6 +69,10 @@ class ClusterPlugin:
         self._catch_up: asyncio.Task[None] | None = None
         self.service.on_effects(self._mirror.apply)
         self.service.machine.on_reset(lambda _state: self._mirror.rebuild())
+
+    def _report(self) -> NodeReport:
+        status = self.service.status()
+        return broker_report(self._broker, self._settings.data_dir, status.role, status.term)
 
     @property
     def port(self) -> int:

@@ -14,6 +14,7 @@ from . import (
     api_federation,
     api_health,
     api_limits,
+    api_live,
     api_overview,
     api_policies,
     api_queues,
@@ -38,6 +39,7 @@ API_ROUTES: tuple[Route, ...] = (
     *api_health.ROUTES,
     *api_limits.ROUTES,
     *api_federation.ROUTES,
+    *api_live.ROUTES,
     *probes.ROUTES,
     *ui_assets.ROUTES,  # the web UI's page and modules
 )
@@ -62,6 +64,13 @@ def split_path(path: str) -> list[str]:
 class Router:
     def __init__(self, routes: Iterable[Route]) -> None:
         self._routes = [(route.segments, route) for route in routes]
+
+    def match_path(self, path: str) -> tuple[Route, dict[str, str]] | None:
+        """The route for a percent-encoded path like `/api/queues/%2F/q`."""
+        try:
+            return self.match(split_path(path))
+        except UnicodeDecodeError:
+            return None
 
     def match(self, segments: list[str]) -> tuple[Route, dict[str, str]] | None:
         """The route for these segments; literal segments win over parameters

@@ -7,7 +7,8 @@ import asyncio
 import logging
 import time
 import weakref
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ from .system import system_figures
 if TYPE_CHECKING:
     from ..broker import Broker
     from ..queues.classic import ClassicQueue
+    from .live import LiveHub
     from .node_control import NodeControl
 
 log = logging.getLogger(__name__)
@@ -114,6 +116,14 @@ class ManagementState:
         self._collector: asyncio.Task[None] | None = None
         self._servers = 0
         self._shared: tuple[float, dict[ClassicQueue, QueueFigures]] | None = None
+        # Within `one_reading()`, the reading every request shares (None until the first).
+        self._pinned: dict[ClassicQueue, QueueFigures] | None = None
+        self._pinning = False
+        # Readings of every queue's figures since the node started (the costly part of a
+        # request), counted so that the sharing can be checked (/api/live/stats).
+        self.readings = 0
+        # The live streams' shared sampler (see live.py); set by start_management.
+        self.live: LiveHub | None = None
 
     def figures(self) -> dict[ClassicQueue, QueueFigures]:
         broker = self._broker()
@@ -121,12 +131,28 @@ class ManagementState:
             return {}
         self.churn.observe(broker)
         now = time.monotonic()
+        if self._pinned is not None:
+            return self._pinned
         shared = self._shared
         if shared is not None and now - shared[0] < SHARED_READING_SECONDS:
             return shared[1]
         figures = self.reader.read(broker)
+        self.readings += 1
         self._shared = (now, figures) if len(figures) >= SHARED_READING_FROM_QUEUES else None
+        if self._pinning:
+            self._pinned = figures
         return figures
+
+    @contextmanager
+    def one_reading(self) -> Iterator[None]:
+        """Every request answered inside shares one reading of the queues' figures (the live
+        streams' tick renders many answers from the same second)."""
+        self._pinning = True
+        try:
+            yield
+        finally:
+            self._pinning = False
+            self._pinned = None
 
     def figure(self, queue: ClassicQueue) -> QueueFigures:
         broker = self._broker()

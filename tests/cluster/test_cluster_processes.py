@@ -55,8 +55,18 @@ def test_three_nodes_form_a_cluster_and_share_metadata() -> None:
         assert all(node["running"] and node["cluster"]["voter"] for node in nodes)
         assert sum(node["cluster"]["leader"] for node in nodes) == 1
 
-        # SIGTERM: the leader hands over first, so the next leader takes the very next term.
+        # Every node's Raft role and term, from its gossip report, on any node's /api/nodes.
+        def roles() -> dict[str, tuple[str, int]]:
+            raft = {
+                n["name"]: n["cluster"].get("raft", {}) for n in other.http("GET", "/api/nodes")
+            }
+            return {name: (r.get("role"), r.get("term")) for name, r in raft.items()}
+
         term = report["raft"]["term"]
+        expected = {name: ("leader" if name == leader else "follower", term) for name in THREE}
+        wait_for(lambda: roles() == expected, 10, 0.2)
+
+        # SIGTERM: the leader hands over first, so the next leader takes the very next term.
         assert cluster.node(leader).terminate() == 0
         assert "handed leadership over" in cluster.node(leader).log()
         successor = cluster.node(cluster.wait_leader(THREE, [follower, other], timeout=5))

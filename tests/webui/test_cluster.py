@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 import threading
 import time
@@ -135,8 +136,14 @@ def test_pages_of_a_cluster_and_a_killed_node_turning_red(
             page.wait_for_selector(ready, timeout=30_000)
             shoot(page, name)
         assert page.locator(".node[data-state=up]").count() == 3
-        leader_card = page.inner_text(f".node[data-node='{first.name}']")
-        assert "Raft: leader" in leader_card or "Raft: follower" in leader_card
+        # Each node's own Raft role and term (gossiped), not only the serving node's.
+        term = first.status()["raft"]["term"]
+        for node in cluster.nodes:
+            card = f".node[data-node='{node.name}']"
+            wait_for(lambda card=card: f", term {term}" in page.inner_text(card), 10, 0.2)
+            assert re.search(r"Raft: (leader|follower), term", page.inner_text(card))
+        cards = [page.inner_text(f".node[data-node='{n.name}']") for n in cluster.nodes]
+        assert sum("Raft: leader," in card for card in cards) == 1
         lost = cluster.nodes[2]
         lost.kill()
         page.wait_for_selector(f".node[data-node='{lost.name}'][data-state=down]", timeout=60_000)

@@ -36,6 +36,11 @@ def api(node: LeveretProcess, method: str, path: str, body: Any = None) -> Any:
         return json.loads(answer) if answer else None
 
 
+def live_streams(node: LeveretProcess) -> int:
+    """Live streams open on the node."""
+    return int(api(node, "GET", "live/stats")["streams"])
+
+
 @pytest.fixture
 def channel(node: LeveretProcess) -> Iterator[Any]:
     connection = pika.BlockingConnection(pika.URLParameters(node.url))
@@ -132,9 +137,36 @@ def test_the_rates_chart_moves_while_a_producer_runs(page: Any, node: LeveretPro
         wait_for(lambda: page.get_attribute(published, "d") != first, timeout=20, interval=0.5)
         legend = page.inner_text("[data-chart=rates] .legend")
         assert "Published: 0/s" not in legend
+        # The figures came over the page's live stream, not by polling.
+        assert live_streams(node) >= 1
     finally:
         stop.set()
         producer.join(10)
+
+
+def test_pages_poll_when_the_live_stream_fails(
+    browser: Any, node: LeveretProcess, channel: Any
+) -> None:
+    refused: list[str] = []
+
+    def refuse_streams(page: Any) -> None:
+        def abort(route: Any) -> None:
+            refused.append(route.request.url)
+            route.abort()
+
+        page.route("**/api/live?**", abort)
+
+    page = open_ui(browser, node.management_url, prepare=refuse_streams)
+    try:
+        go(page, "#/queues")
+        page.wait_for_selector("#queue-count")
+        channel.queue_declare("seen-by-polling")
+        page.wait_for_selector("tr[data-queue=seen-by-polling]")
+        assert refused  # the page did try its stream
+        assert page.problems == []
+    finally:
+        page.close()
+        channel.queue_delete("seen-by-polling")
 
 
 def test_create_a_policy_see_a_validation_message_and_delete_it(

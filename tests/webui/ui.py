@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 # Pages poll every POLL_MS; tests poll faster so that waits stay short.
@@ -9,9 +10,18 @@ POLL_MS = 500
 WAIT_MS = 20_000
 
 
-def open_ui(browser: Any, base_url: str, user: str = "guest", password: str = "guest") -> Any:
-    """A new page logged in as `user`; page errors are collected in `page.problems`."""
+def open_ui(
+    browser: Any,
+    base_url: str,
+    user: str = "guest",
+    password: str = "guest",
+    prepare: Callable[[Any], None] | None = None,
+) -> Any:
+    """A new page logged in as `user`; page errors are collected in `page.problems`.
+    `prepare` is given the page before it loads (to route its requests)."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
+    if prepare is not None:
+        prepare(page)
     page.set_default_timeout(WAIT_MS)
     problems: list[str] = []
     page.problems = problems

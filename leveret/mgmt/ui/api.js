@@ -25,13 +25,15 @@ export function hasCredentials() {
 // A path segment: vhost "/" travels as %2F, as the API expects.
 export const seg = (text) => encodeURIComponent(text);
 
+// x-requested-with: the node then refuses bad credentials without a basic-auth challenge,
+// which would open the browser's own password dialog.
+export const authHeaders = () => ({
+  authorization: `Basic ${sessionStorage.getItem(AUTH_KEY) || ''}`,
+  'x-requested-with': 'XMLHttpRequest',
+});
+
 export async function request(method, path, body) {
-  // x-requested-with: the node then refuses bad credentials without a basic-auth challenge,
-  // which would open the browser's own password dialog.
-  const headers = {
-    authorization: `Basic ${sessionStorage.getItem(AUTH_KEY) || ''}`,
-    'x-requested-with': 'XMLHttpRequest',
-  };
+  const headers = authHeaders();
   const init = { method, headers };
   if (body !== undefined) {
     headers['content-type'] = 'application/json';

@@ -4,13 +4,14 @@
 import { del, get, post, seg } from './api.js';
 import { ageQuery, periodPicker } from './chart.js';
 import { errorText, fields, fmtBytes, fmtNumber, formValues, h, replace, table } from './dom.js';
-import { watch } from './live.js';
+import { POLL_MS, watch } from './live.js';
 import { charts } from './page_overview.js';
 
 const json = (value) => h('code', {}, JSON.stringify(value ?? {}));
 
 export function render(view, [vhost, name], session) {
   let period = '1 min';
+  let bindingsAt = 0;
   const base = `queues/${seg(vhost)}/${seg(name)}`;
   const summary = h('div');
   const chartArea = h('div');
@@ -41,6 +42,10 @@ export function render(view, [vhost, name], session) {
       { title: 'Prefetch', value: (c) => c.prefetch_count, num: true },
       { title: 'Active', value: (c) => String(c.active) },
     ], q.consumer_details || [], { empty: 'No consumers.' }));
+    // Bindings change rarely: at most one request for them a poll interval, however often
+    // the stream brings the queue's figures.
+    if (Date.now() - bindingsAt < POLL_MS) return;
+    bindingsAt = Date.now();
     get(`${base}/bindings`).then((list) => replace(bindings, table([
       { title: 'From', value: (b) => b.source || '(default exchange)' },
       { title: 'Routing key', value: (b) => b.routing_key },
