@@ -64,6 +64,7 @@ def _read(options: SourceOptions, partition: InputPartition) -> Iterator[pa.Reco
 class StreamQueueReader(DataSourceStreamReader):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
+        self.starts = starting_offsets(options.starting_offsets, options.queues)
         self._probe: StreamProbe | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -80,10 +81,9 @@ class StreamQueueReader(DataSourceStreamReader):
         return self._probe.bounds(self.options.queues)
 
     def initialOffset(self) -> dict[str, int]:
-        starts = starting_offsets(self.options.starting_offsets, self.options.queues)
         bounds = self._bounds()
         resolved = {}
-        for queue, start in starts.items():
+        for queue, start in self.starts.items():
             kept = bounds[queue]
             if start == EARLIEST:
                 resolved[queue] = kept.first if kept else 0
@@ -144,7 +144,7 @@ class StreamQueueBatchReader(DataSourceReader):
 
     def __init__(self, options: SourceOptions, starting: str) -> None:
         self.options = options
-        self.starting = starting
+        self.starts = starting_offsets(starting, options.queues)
 
     def partitions(self) -> list[InputPartition]:
         options = self.options
@@ -154,7 +154,7 @@ class StreamQueueBatchReader(DataSourceReader):
         finally:
             probe.close()
         ranges: list[InputPartition] = []
-        for queue, start in starting_offsets(self.starting, options.queues).items():
+        for queue, start in self.starts.items():
             kept = bounds[queue]
             if kept is None:
                 continue
