@@ -225,6 +225,42 @@ def test_a_query_killed_mid_batch_rereads_exactly_its_range(spark: Any, node: No
     assert kept == [("spark.replay", n, b"p%d" % n) for n in range(55)]
 
 
+def test_a_start_that_retention_deleted_starts_at_the_first_kept(
+    spark: Any, node: NodeProcess
+) -> None:
+    # Records of 100-byte bodies take about 170 bytes: a few per 1000-byte segment.
+    declare(
+        node.url,
+        "spark.short",
+        arguments={
+            **STREAM,
+            "x-max-length-bytes": 3000,
+            "x-stream-max-segment-size-bytes": 1000,
+        },
+    )
+    publish(node.url, "spark.short", [b"%03d" % n + b"x" * 97 for n in range(100)])
+    seen: list[Row] = []
+    with tempfile.TemporaryDirectory() as checkpoint:
+        query = _started(
+            spark,
+            node,
+            "spark.short",
+            lambda frame, _batch: seen.extend(_rows(frame)),
+            checkpoint,
+            startingOffsets='{"spark.short": 0}',
+        )
+        try:
+            wait_for(lambda: bool(seen) and seen[-1][1] == 99, STREAM_SECONDS, 0.2)
+        finally:
+            query.stop()
+    # Retention runs as segments fill and every second: what it kept by the end was read.
+    first = 100 - count(node.url, "spark.short")
+    assert first > 0, "retention deleted nothing"
+    assert [(offset, body[:3]) for _, offset, body in seen] == [
+        (n, b"%03d" % n) for n in range(first, 100)
+    ]
+
+
 def test_errors_name_the_option(spark: Any, node: NodeProcess) -> None:
     declare(node.url, "spark.classic")
     publish(node.url, "spark.classic", [b"c"])
