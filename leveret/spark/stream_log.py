@@ -22,6 +22,9 @@ _REPLY_SECONDS = 30.0  # the most a probe waits for the one message it asked for
 # A range read fails when no delivery came for this long: the range was planned from offsets
 # the stream had, so they come unless retention took them (then the first kept one comes).
 _STALL_SECONDS = 60.0
+# The probe for the last offset takes up to this many messages: Leveret sends only the last
+# one, RabbitMQ the chunk it belongs to, whose last is the stream's last.
+_LAST_CHUNK = 4096
 _NOT_FOUND = 404
 _PRECONDITION_FAILED = 406
 
@@ -66,7 +69,7 @@ async def _checked(step: Awaitable[T], queue: str) -> T:
 class StreamProbe:
     """One connection on a thread of its own that asks each stream for its first and last
     offsets: a consumer from x-stream-offset `first`, then one from `last`, each cancelled at
-    its first delivery (a few round trips; no message is read beyond those two)."""
+    its first delivery (a few round trips; from Leveret no message beyond those two)."""
 
     def __init__(self, uris: Sequence[str], name: str) -> None:
         self.uris = tuple(uris)
@@ -89,15 +92,14 @@ class StreamProbe:
         for queue in queues:
             if self._connection is None or self._connection.closed.done():
                 self._connection = await _connected(self.uris, self.name)
-                await self._connection.basic_qos(1)
             connection = self._connection
             try:
                 kept = await _checked(connection.queue_declare(queue, passive=True), queue)
                 if kept.message_count == 0:
                     found[queue] = None
                     continue
-                first = await _checked(_offset_at(connection, queue, "first"), queue)
-                last = await _checked(_offset_at(connection, queue, "last"), queue)
+                first = await _checked(_offset_at(connection, queue, "first", 1), queue)
+                last = await _checked(_offset_at(connection, queue, "last", _LAST_CHUNK), queue)
             except BaseException:
                 await self._close()
                 raise
@@ -121,17 +123,22 @@ class StreamProbe:
             self._loop.close()
 
 
-async def _offset_at(connection: UpstreamConnection, queue: str, where: str) -> int:
-    """The offset of the first message a consumer from x-stream-offset `where` gets."""
-    arrived: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
+async def _offset_at(connection: UpstreamConnection, queue: str, where: str, room: int) -> int:
+    """The highest offset a consumer from x-stream-offset `where`, with a prefetch of `room`,
+    gets by the time it is cancelled after its first delivery."""
+    arrived: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    highest = last_tag = -1
 
     def on_delivery(
         tag: int, redelivered: bool, exchange: str, routing_key: str, header: bytes, body: bytes
     ) -> None:
+        nonlocal highest, last_tag
+        highest, last_tag = max(highest, offset_of(header)), tag
         if not arrived.done():
-            arrived.set_result((tag, offset_of(header)))
+            arrived.set_result(None)
 
     tag_name = f"spark-probe-{where}"
+    await connection.basic_qos(room)
     await connection.basic_consume(
         queue,
         tag_name,
@@ -139,10 +146,10 @@ async def _offset_at(connection: UpstreamConnection, queue: str, where: str) -> 
         arguments={"x-stream-offset": where},
         on_delivery=on_delivery,
     )
-    tag, offset = await asyncio.wait_for(arrived, _REPLY_SECONDS)
+    await asyncio.wait_for(arrived, _REPLY_SECONDS)
     await connection.basic_cancel(tag_name)
-    connection.settle([(tag, True)])  # the credit back, for the channel's next consumer
-    return offset
+    connection.settle([(last_tag, True)])  # the credit back, for the channel's next consumer
+    return highest
 
 
 def read_range(
@@ -165,6 +172,8 @@ async def _read_range(
         kept = await _checked(connection.queue_declare(queue, passive=True), queue)
         if kept.message_count == 0:
             return []  # retention took the whole range (and everything after it)
+        # No more credit than the range holds: the broker sends nothing beyond it.
+        prefetch = max(1, min(prefetch, end - start))
         await connection.basic_qos(prefetch)
         taken: list[Delivery] = []
         done = asyncio.get_running_loop().create_future()
@@ -181,7 +190,9 @@ async def _read_range(
         )
         seen, quiet_since = 0, time.monotonic()
         while not done.done():
-            await asyncio.wait([done, connection.closed], timeout=1.0)
+            await asyncio.wait(
+                [done, connection.closed], timeout=1.0, return_when=asyncio.FIRST_COMPLETED
+            )
             if connection.closed.done() and not done.done():
                 raise UpstreamClosed(0, f"reading '{queue}': {connection.closed.result()}")
             if len(taken) != seen:
