@@ -269,7 +269,7 @@ def test_errors_name_the_option(spark: Any, node: NodeProcess) -> None:
         reader = spark.read.format("leveret").option("uri", node.url)
         return reader.option("queue", "spark.classic").options(**options).load()
 
-    with pytest.raises(Exception, match="option 'stream' is true but queue 'spark.classic'"):
+    with pytest.raises(Exception, match=r"option 'stream' is true but queue 'spark\.classic'"):
         read(stream="true").collect()
     with pytest.raises(Exception, match="option 'startingOffsets' needs option 'stream' true"):
         read(startingOffsets="earliest").collect()
