@@ -1,12 +1,17 @@
 """Stream queues read by offset (option `stream`) through a local SparkSession against a real
 node: Spark's offsets are the broker's, startingOffsets earliest, latest and explicit, a batch
-read, two streams in one query, and a query that dies mid-batch re-reading exactly its
-uncommitted range after a restart (every message once in the sink)."""
+read, two streams in one query, a start that retention deleted, and a query that fails, or
+whose driver is killed, mid-batch re-reading exactly its uncommitted range after a restart
+(every message once in the sink)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +30,7 @@ except ImportError as missing:  # pyspark is the spark extra
     pytest.skip(f"pyspark is not installed: {missing}", allow_module_level=True)
 
 STREAM_SECONDS = 60  # the most any query here waits for its messages
+DRIVER_SECONDS = 180  # a driver of its own starts a JVM first
 STREAM = {"x-queue-type": "stream"}
 Row = tuple[str, int, bytes]  # queue, x-stream-offset, body
 
@@ -259,6 +265,65 @@ def test_a_start_that_retention_deleted_starts_at_the_first_kept(
     assert [(offset, body[:3]) for _, offset, body in seen] == [
         (n, b"%03d" % n) for n in range(first, 100)
     ]
+
+
+def test_a_driver_killed_mid_batch_rereads_exactly_its_range(spark: Any, node: NodeProcess) -> None:
+    """A query in a Spark driver of its own hangs in its third batch, after its sink wrote it,
+    and the driver is killed (SIGKILL): Spark never committed the batch. Restarted here from
+    the same checkpoint, the query reads that batch's range again, the very same messages, and
+    the sink (a file per batch id) ends with every message exactly once."""
+    declare(node.url, "spark.killed", arguments=STREAM)
+    publish(node.url, "spark.killed", [b"k%d" % n for n in range(40)])
+    with tempfile.TemporaryDirectory() as checkpoint, tempfile.TemporaryDirectory() as out:
+        sink = Path(out)
+        arguments = [node.url, "spark.killed", checkpoint, out, "2"]
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "tests.spark.replay_driver", *arguments],
+            cwd=Path(__file__).resolve().parents[2],
+            start_new_session=True,  # its JVM too is killed with its process group
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_for(
+                lambda: (sink / "hanging").exists() or driver.poll() is not None,
+                DRIVER_SECONDS,
+                0.2,
+            )
+            assert driver.poll() is None, f"the driver ended with {driver.returncode}"
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait(30)
+        assert (Path(checkpoint) / "offsets" / "2").exists()
+        assert not (Path(checkpoint) / "commits" / "2").exists()
+        written = (sink / "batch-2.json").read_text()
+        publish(node.url, "spark.killed", [b"k%d" % n for n in range(40, 55)])
+
+        def keep(frame: Any, batch: int) -> None:
+            rows = [[offset, body.decode()] for _, offset, body in _rows(frame)]
+            (sink / f"batch-{batch}.json").write_text(json.dumps(rows))
+
+        def kept() -> list[list[Any]]:
+            batches = sorted(sink.glob("batch-*.json"), key=lambda p: int(p.stem[6:]))
+            return [row for path in batches for row in json.loads(path.read_text())]
+
+        query = _started(
+            spark,
+            node,
+            "spark.killed",
+            keep,
+            checkpoint,
+            startingOffsets="earliest",
+            maxMessages="10",
+        )
+        try:
+            wait_for(lambda: len(kept()) >= 55, STREAM_SECONDS, 0.2)
+        finally:
+            query.stop()
+        assert json.loads(written) == [[n, f"k{n}"] for n in range(20, 30)]
+        assert (sink / "batch-2.json").read_text() == written  # the same range, replayed
+        assert kept() == [[n, f"k{n}"] for n in range(55)]
 
 
 def test_errors_name_the_option(spark: Any, node: NodeProcess) -> None:
