@@ -10,6 +10,9 @@ Leveret node, then RabbitMQ 3.10.8. For 100 B and 1 KiB persistent messages in a
   them (body, routing key, exchange, redelivered, headers), writes it to `noop` and then
   acknowledges them (multiple). Counted from the end of the first batch (warm-up) to the end
   of the last.
+- into Spark from a stream queue: the messages preloaded into a stream queue, then the
+  connector's stream source (option stream, startingOffsets earliest, maxMessages 100000),
+  which reads offset ranges on the executors, to `noop`; timed as above.
 - out of Spark: a DataFrame of that many rows written as messages with publisher confirms:
   the connector's batch write, or foreachPartition with pika's confirm_delivery.
 
@@ -43,8 +46,12 @@ SECTION = "spark.py"
 START_MARK, END_MARK = marks(SECTION)
 SIZES = (100, 1024)
 QUEUE = "bench.spark"
+STREAM_QUEUE = "bench.spark.stream"
 BATCH = 30_000  # messages per micro-batch at most
 PREFETCH = 60_000  # room for the batch in progress and the next
+# A stream queue's batches are offset ranges that no prefetch bounds: larger batches spread
+# Spark's fixed cost per micro-batch (about 150 ms here) over more messages.
+STREAM_BATCH = 100_000
 GOAL = 50_000
 
 
@@ -79,11 +86,17 @@ def _reset(url: str) -> None:
         channel.queue_declare(QUEUE, durable=True)
 
 
-def _preload(url: str, messages: int, size: int) -> None:
-    _reset(url)
+def _preload(url: str, messages: int, size: int, queue: str = QUEUE) -> None:
+    if queue == QUEUE:
+        _reset(url)
+    else:
+        with pika.BlockingConnection(pika.URLParameters(url)) as connection:
+            channel = connection.channel()
+            channel.queue_delete(queue)
+            channel.queue_declare(queue, durable=True, arguments={"x-queue-type": "stream"})
     header = encode_header_payload(60, size, BasicProperties(delivery_mode=2).encode())
     body = b"x" * size
-    publish([url], (("", QUEUE, header, body) for _ in range(messages)), "leveret-bench-preload")
+    publish([url], (("", queue, header, body) for _ in range(messages)), "leveret-bench-preload")
 
 
 def _wait(done: Callable[[], bool], cap: float) -> None:
@@ -99,14 +112,23 @@ def _from_first_batch(ends: list[tuple[float, int]]) -> Figure:
     return Figure(sum(n for _, n in ends[1:]), ends[-1][0] - ends[0][0])
 
 
-def into_spark_connector(spark: Any, url: str, messages: int, cap: float) -> Figure:
+def into_spark_connector(
+    spark: Any, url: str, messages: int, cap: float, stream: bool = False
+) -> Figure:
+    """A queue read by the connector; with `stream`, a stream queue read by offset ranges."""
+    options = {"queue": QUEUE, "prefetch": str(PREFETCH), "maxMessages": str(BATCH)}
+    if stream:
+        options = {
+            "queue": STREAM_QUEUE,
+            "stream": "true",
+            "startingOffsets": "earliest",
+            "maxMessages": str(STREAM_BATCH),
+        }
     with tempfile.TemporaryDirectory() as checkpoint:
         query = (
             spark.readStream.format("leveret")
             .option("uri", url)
-            .option("queue", QUEUE)
-            .option("maxMessages", str(BATCH))
-            .option("prefetch", str(PREFETCH))
+            .options(**options)
             .load()
             .writeStream.format("noop")
             .option("checkpointLocation", checkpoint)
@@ -209,6 +231,12 @@ def measure(spark: Any, url: str, messages: int, cap: float, by_hand: bool) -> d
         _preload(url, messages, size)
         figures[f"into connector {size}"] = into_spark_connector(spark, url, messages, cap)
         figures[f"out connector {size}"] = out_of_spark_connector(spark, url, frame, messages)
+        # Three batches at least: the first is the warm-up.
+        streamed = max(messages, 3 * STREAM_BATCH)
+        _preload(url, streamed, size, STREAM_QUEUE)
+        figures[f"stream connector {size}"] = into_spark_connector(
+            spark, url, streamed, cap, stream=True
+        )
         if by_hand:
             _preload(url, messages, size)
             figures[f"into by hand {size}"] = into_spark_by_hand(spark, url, messages, cap)
@@ -257,6 +285,24 @@ def report(leveret: dict[str, Figure], rabbit: dict[str, Figure], messages: int,
                 f"| {label} | {size:,} B | {ours.rate:,.0f} | {theirs_connector.rate:,.0f} | "
                 f"{by_hand.rate:,.0f} | {_ratio(ours, by_hand)} | {goal} |"
             )
+    lines += [
+        "",
+        "From a stream queue (`x-queue-type: stream`, option `stream`): at least "
+        f"{3 * STREAM_BATCH:,} messages preloaded, read in offset ranges of "
+        f"{STREAM_BATCH:,} per micro-batch (maxMessages), which the executors consume side by "
+        "side (x-stream-offset), to `noop`, timed as above; nothing is acknowledged or removed.",
+        "",
+        "| direction | size | connector → Leveret stream queue | connector → RabbitMQ stream "
+        "queue | goal |",
+        "| --- | --: | --: | --: | --- |",
+    ]
+    for size in SIZES:
+        ours = leveret[f"stream connector {size}"]
+        theirs = rabbit[f"stream connector {size}"]
+        lines.append(
+            f"| into Spark from a stream (msg/s) | {size:,} B | {ours.rate:,.0f} | "
+            f"{theirs.rate:,.0f} | ≥ {GOAL:,} msg/s |"
+        )
     lines += [
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other work, Python "

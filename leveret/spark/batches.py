@@ -12,6 +12,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from leveret.amqp.properties import decode_properties
 
 from .consumer import Delivery
+from .offsets import OFFSET_ENTRY, OFFSET_HEADER, stream_offset
 from .rows import PROPERTY_COLUMNS, SCHEMA
 
 ARROW_SCHEMA = to_arrow_schema(SCHEMA, timezone="UTC")
@@ -45,17 +46,46 @@ def _properties(encoded: bytes) -> tuple[Any, ...]:
     return (headers, *values)
 
 
+def _cached(encoded: bytes, key: bytes) -> tuple[Any, ...]:
+    found = _decoded.get(key)
+    if found is None:
+        if len(_decoded) >= _DECODED_LIMIT:
+            _decoded.clear()
+        found = _decoded[key] = _properties(encoded)
+    return found
+
+
 def record_batch(deliveries: Sequence[Delivery]) -> pa.RecordBatch:
-    decoded = _decoded
     properties = []
     for delivery in deliveries:
         encoded = delivery.header[12:]
-        found = decoded.get(encoded)
-        if found is None:
-            if len(decoded) >= _DECODED_LIMIT:
-                decoded.clear()
-            found = decoded[encoded] = _properties(encoded)
-        properties.append(found)
+        properties.append(_cached(encoded, encoded))
+    return _assembled(deliveries, properties)
+
+
+def stream_record_batch(deliveries: Sequence[Delivery]) -> pa.RecordBatch:
+    """Deliveries of a stream queue: their headers differ only in x-stream-offset, so the
+    properties are decoded once per set of the others, and each row gets its own offset."""
+    properties = []
+    for delivery in deliveries:
+        encoded = delivery.header[12:]
+        at = encoded.rfind(OFFSET_ENTRY)
+        if at < 0:
+            properties.append(_cached(encoded, encoded))
+            continue
+        value = at + len(OFFSET_ENTRY)
+        shared = _cached(encoded, encoded[:value] + encoded[value + 8 :])
+        headers = [
+            (key, str(stream_offset(encoded, at)) if key == OFFSET_HEADER else text)
+            for key, text in shared[0]
+        ]
+        properties.append((headers, *shared[1:]))
+    return _assembled(deliveries, properties)
+
+
+def _assembled(
+    deliveries: Sequence[Delivery], properties: Sequence[tuple[Any, ...]]
+) -> pa.RecordBatch:
     columns: list[Sequence[Any]] = [
         [d.body for d in deliveries],
         [d.routing_key for d in deliveries],

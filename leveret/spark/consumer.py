@@ -50,7 +50,7 @@ def shown(uri: str) -> str:
     return f"{scheme}://{rest.rsplit('@', 1)[-1]}"
 
 
-def _new_loop() -> asyncio.AbstractEventLoop:
+def new_loop() -> asyncio.AbstractEventLoop:
     try:
         import uvloop
     except ImportError:
@@ -85,7 +85,7 @@ class Consumer:
         self._arrived: deque[Delivery] = deque()
         self._connections: dict[str, UpstreamConnection] = {}
         self._lost: str | None = None
-        self._loop = _new_loop()
+        self._loop = new_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
         self._thread.start()
 

@@ -11,6 +11,7 @@ from .options import sink_options, source_options
 from .rows import SCHEMA
 from .sink import BatchWriter, StreamWriter
 from .source import BatchReader, StreamReader
+from .stream_source import StreamQueueBatchReader, StreamQueueReader
 
 
 class LeveretDataSource(DataSource):
@@ -21,11 +22,16 @@ class LeveretDataSource(DataSource):
     def schema(self) -> StructType:
         return SCHEMA
 
-    def reader(self, schema: Any) -> BatchReader:
-        return BatchReader(source_options(self.options))
+    def reader(self, schema: Any) -> BatchReader | StreamQueueBatchReader:
+        options = source_options(self.options)
+        if options.stream:
+            # A batch read of a stream starts at its beginning unless told otherwise.
+            return StreamQueueBatchReader(options, self.options.get("startingOffsets", "earliest"))
+        return BatchReader(options)
 
-    def streamReader(self, schema: Any) -> StreamReader:
-        return StreamReader(source_options(self.options))
+    def streamReader(self, schema: Any) -> StreamReader | StreamQueueReader:
+        options = source_options(self.options)
+        return StreamQueueReader(options) if options.stream else StreamReader(options)
 
     def writer(self, schema: Any, overwrite: bool) -> BatchWriter:
         return BatchWriter(sink_options(self.options))

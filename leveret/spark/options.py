@@ -23,6 +23,8 @@ class SourceOptions:
     priority: int  # the consumer's x-priority: a pipeline may yield to other consumers
     acknowledge: bool  # a batch read: acknowledge what it read, or leave it queued (peek)
     wait_seconds: float  # how long a read waits for the first message
+    stream: bool  # the queues are stream queues, read by offset (stream_source.py)
+    starting_offsets: str  # a stream query's start: earliest, latest or JSON queue -> offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,12 @@ def source_options(options: Mapping[str, str]) -> SourceOptions:
     prefetch = _number(options, "prefetch", min(2 * max_messages, MAX_PREFETCH), 1)
     if prefetch > MAX_PREFETCH:
         raise OptionError(f"option 'prefetch' must be at most {MAX_PREFETCH}, not {prefetch}")
+    stream = (options.get("stream") or "false").lower()
+    if stream not in ("true", "false"):
+        raise OptionError(f"option 'stream' must be true or false, not {stream!r}")
+    starting = options.get("startingOffsets")
+    if starting is not None and stream != "true":
+        raise OptionError("option 'startingOffsets' needs option 'stream' true (stream queues)")
     priority_name = "x-priority" if "x-priority" in options else "priority"
     return SourceOptions(
         uris=_uris(options),
@@ -83,6 +91,8 @@ def source_options(options: Mapping[str, str]) -> SourceOptions:
         priority=_number(options, priority_name, 0, -(2**31)),
         acknowledge=ack == "true",
         wait_seconds=wait_ms / 1000,
+        stream=stream == "true",
+        starting_offsets=starting if starting is not None else "latest",
     )
 
 

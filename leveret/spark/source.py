@@ -21,9 +21,8 @@ on the driver's JVM alone: measured, the partitions take about 60% of its time p
 
 Offsets count this run's micro-batches ({"batch": n}): queues have no positions to replay from,
 so a batch planned by a run that died reads nothing when replayed (no partitions), and its
-messages arrive again, redelivered, in the batches after it. A reader for queues that do keep
-positions (stream queues read with x-stream-offset) would put those in the offsets instead, per
-queue, and replay a planned batch by reading between them on the executors.
+messages arrive again, redelivered, in the batches after it. Stream queues do keep positions:
+stream_source.py puts those in the offsets instead, and replays a planned batch exactly.
 """
 
 from __future__ import annotations
