@@ -11,7 +11,7 @@ from aiohttp import web
 from .access import require_monitor
 from .context import Context, Reply, Route, ok
 from .errors import bad_request
-from .live import LiveHub, Stream
+from .live import LiveHub, Stream, hub_of
 
 if TYPE_CHECKING:
     from multidict import CIMultiDict
@@ -32,7 +32,7 @@ def watched_paths(ctx: Context, hub: LiveHub) -> tuple[str, ...]:
 
 
 def live(ctx: Context) -> Reply:
-    hub = ctx.state.live
+    hub = hub_of(ctx.state)
     if hub is None:
         raise bad_request("live streams are not served on this listener")
     stream = Stream(ctx.caller, ctx.peer_host, watched_paths(ctx, hub))
@@ -60,7 +60,7 @@ def live_stats(ctx: Context) -> Reply:
     """The live streams' work since the node started: with one sampling shared by every
     stream, ticks and readings grow alike however many streams are open."""
     require_monitor(ctx.caller)
-    hub = ctx.state.live
+    hub = hub_of(ctx.state)
     return ok(
         {
             "streams": len(hub.streams) if hub is not None else 0,

@@ -8,22 +8,29 @@ import inspect
 import json
 import logging
 import time
+import weakref
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..metadata import MetadataUnavailable
 from .access import Caller
-from .context import Context, Reply
+from .context import Context, Reply, Route
 from .errors import ApiError, object_not_found
 from .request import Request
 
 if TYPE_CHECKING:
     from ..broker import Broker
-    from .routes import Router
     from .state import ManagementState
 
 log = logging.getLogger(__name__)
+
+
+class RouteFinder(Protocol):
+    """The listener's route table, as far as the sampler looks paths up in it."""
+
+    def match_path(self, path: str) -> tuple[Route, dict[str, str]] | None: ...
+
 
 TICK_SECONDS = 1.0
 # The API paths a stream may watch (these and the paths under them): the listings and figures
@@ -87,7 +94,7 @@ def event(path: str, status: int, body: object) -> bytes:
 class LiveHub:
     """Open streams, and the one task that samples for all of them while any is open."""
 
-    def __init__(self, broker: Broker, state: ManagementState, router: Router) -> None:
+    def __init__(self, broker: Broker, state: ManagementState, router: RouteFinder) -> None:
         self.broker = broker
         self.state = state
         self.router = router
@@ -180,6 +187,25 @@ class LiveHub:
             return _INTERNAL_ERROR
         assert not inspect.isawaitable(reply)
         return reply
+
+
+# Each node's hub, by its management state: every listener of the node shares it.
+_HUBS: weakref.WeakKeyDictionary[ManagementState, LiveHub] = weakref.WeakKeyDictionary()
+
+
+def attach_hub(broker: Broker, state: ManagementState, router: RouteFinder) -> LiveHub:
+    """The node's hub, made on its first listener; it looks paths up in the latest listener's
+    routes (every listener serves the same API)."""
+    hub = _HUBS.get(state)
+    if hub is None:
+        hub = _HUBS[state] = LiveHub(broker, state, router)
+    hub.router = router
+    return hub
+
+
+def hub_of(state: ManagementState) -> LiveHub | None:
+    """The node's hub, or None where no listener serves the API (metrics only)."""
+    return _HUBS.get(state)
 
 
 _INTERNAL_ERROR = Reply(500, {"error": "internal_error", "reason": "see the node's log"})

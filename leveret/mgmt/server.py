@@ -16,7 +16,7 @@ from .errors import ApiError, method_not_allowed, object_not_found
 from .http_settings import http_limits
 from .listener import REQUEST_HEAD_TIMEOUT_SECONDS as REQUEST_HEAD_TIMEOUT_SECONDS
 from .listener import HttpListener, listen
-from .live import LiveHub
+from .live import attach_hub
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from .metrics import metrics_text
 from .node_control import NodeControl
@@ -217,9 +217,7 @@ async def start_management(
         https_port=https_port,
     )
     if not metrics_only:
-        if state.live is None:
-            state.live = LiveHub(broker, state, app.router)
-        state.live.router = app.router  # the latest listener's routes (the same API)
+        attach_hub(broker, state, app.router)
     listener = HttpListener(app.handle, http_limits(broker.config))
     server = await listen(listener, host, port, tls)
     bound = server.sockets[0].getsockname()[1]

@@ -20,7 +20,6 @@ from .system import system_figures
 if TYPE_CHECKING:
     from ..broker import Broker
     from ..queues.classic import ClassicQueue
-    from .live import LiveHub
     from .node_control import NodeControl
 
 log = logging.getLogger(__name__)
@@ -122,8 +121,6 @@ class ManagementState:
         # Readings of every queue's figures since the node started (the costly part of a
         # request), counted so that the sharing can be checked (/api/live/stats).
         self.readings = 0
-        # The live streams' shared sampler (see live.py); set by start_management.
-        self.live: LiveHub | None = None
 
     def figures(self) -> dict[ClassicQueue, QueueFigures]:
         broker = self._broker()
