@@ -23,8 +23,7 @@ from .message import Message, check_properties, sender_selected
 from .metadata import MetadataStore
 from .names import consumer_tag as new_consumer_tag
 from .queues import queue_type, stream_rules
-from .queues.classic import ClassicQueue
-from .queues.consumer import Consumer
+from .queues.classic import ClassicQueue, Consumer
 from .queues.entry import QueueEntry
 from .queues.local_type import LocalQueueClient
 from .queues.queue_type import Pending, QueueClient, QueueRef, Settles

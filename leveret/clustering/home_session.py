@@ -19,8 +19,7 @@ from proto import queues_pb2
 from ..amqp.errors import AMQPError, ReplyCode
 from ..amqp.fields import decode_table
 from ..message import Message
-from ..queues.classic import ClassicQueue
-from ..queues.consumer import Consumer
+from ..queues.classic import ClassicQueue, Consumer
 from ..queues.entry import QueueEntry
 from ..queues.remote import Outcome, RequestKind
 

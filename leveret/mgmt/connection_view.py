@@ -9,7 +9,7 @@ from .json_values import jsonable, rfc3339_millis
 
 if TYPE_CHECKING:
     from ..channel import Channel
-    from ..queues.consumer import Consumer
+    from ..queues.classic import Consumer
     from ..session import Session
     from .state import ManagementState
 

@@ -1,6 +1,6 @@
 """The classic queue: FIFO (or by priority) with requeue to the original position, consumer
 priorities and round-robin, TTLs, length limits, dead-lettering, and for durable queues a store on
-disk with a bounded window of bodies in memory."""
+disk with a bounded window of bodies in memory; and its consumers."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..amqp.frames import shortstr
 from ..message import Message
 from ..store import QueueStore
 from ..store.record import Location
-from .consumer import Consumer
 from .entry import QueueEntry
 from .ready import FifoReady, PriorityReady
 from .settings import QueueSettings, resolve
@@ -65,6 +65,68 @@ class Timers(Protocol):
 
 
 DeadLetterer = Callable[["ClassicQueue", Message, str], None]
+
+
+class DeliverySink(Protocol):
+    """The channel side of a consumer: whether it can take more, and taking a message."""
+
+    def can_deliver(self) -> bool: ...
+
+    def write_blocked(self) -> bool: ...
+
+    def deliver(self, consumer: Consumer, queue: ClassicQueue, entry: QueueEntry) -> None: ...
+
+    def consumer_cancelled_by_node(self, consumer: Consumer) -> None: ...
+
+
+class Consumer:
+    """A consumer of a queue: its tag, its channel's side and its prefetch window."""
+
+    __slots__ = (
+        "arguments",
+        "exclusive",
+        "in_flight",
+        "no_ack",
+        "prefetch",
+        "priority",
+        "queue",
+        "sink",
+        "tag",
+        "tag_bytes",
+    )
+
+    def __init__(
+        self,
+        tag: str,
+        sink: DeliverySink,
+        queue: ClassicQueue,
+        *,
+        no_ack: bool,
+        exclusive: bool,
+        priority: int,
+        prefetch: int,
+        arguments: dict[str, Any],
+    ) -> None:
+        self.tag = tag
+        self.tag_bytes = shortstr(tag)
+        self.sink = sink
+        self.queue = queue
+        self.no_ack = no_ack
+        self.exclusive = exclusive
+        self.priority = priority
+        self.prefetch = prefetch  # 0 means no per-consumer limit
+        self.in_flight = 0
+        self.arguments = arguments
+
+    def has_capacity(self) -> bool:
+        if self.prefetch and self.in_flight >= self.prefetch and not self.no_ack:
+            return False
+        return self.sink.can_deliver()
+
+    @property
+    def active(self) -> bool:
+        """Not blocked by its prefetch limit: what demand-driven federation looks at."""
+        return not self.prefetch or self.no_ack or self.in_flight < self.prefetch
 
 
 class ClassicQueue:

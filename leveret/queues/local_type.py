@@ -6,11 +6,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..amqp.errors import access_refused
-from .consumer import Consumer
+from .classic import Consumer
 
 if TYPE_CHECKING:
-    from .classic import ClassicQueue
-    from .consumer import DeliverySink
+    from .classic import ClassicQueue, DeliverySink
     from .entry import QueueEntry
     from .queue_type import Pending, Settles
 

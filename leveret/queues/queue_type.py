@@ -21,7 +21,7 @@ from .remote import ConfirmWaiter, HomeLink, HomeLinks, RemoteQueue, by_home_nod
 if TYPE_CHECKING:
     from ..message import Message
     from ..persistence import MessageStores
-    from .consumer import Consumer, DeliverySink
+    from .classic import Consumer, DeliverySink
     from .entry import QueueEntry
 
 # What routing returns: a queue of this node, or one homed on another node.

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from .remote import HomeLink, Outcome
 
 if TYPE_CHECKING:
-    from .consumer import Consumer
+    from .classic import Consumer
     from .entry import QueueEntry
 
 # Deliveries the home node may send a consumer ahead of what its channel wrote out.

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import declare_rules as rules
 from ..amqp.errors import AMQPError, not_found
-from .consumer import Consumer
+from .classic import Consumer
 from .remote import HomeLink, HomeLinks, LinkDown, QueueStatus, RemoteQueue, RequestKind
 from .remote_consumer import RemoteQueueHandle
 
 if TYPE_CHECKING:
-    from .consumer import DeliverySink
+    from .classic import DeliverySink
     from .entry import QueueEntry
     from .queue_type import Pending, Settles
 

@@ -23,8 +23,7 @@ from typing import Any
 from ..message import Message
 from ..store import QueueStore, StoreClosed
 from ..store.record import Location
-from .classic import ClassicQueue, Confirming, Timer, Timers
-from .consumer import Consumer
+from .classic import ClassicQueue, Confirming, Consumer, Timer, Timers
 from .entry import QueueEntry
 from .stream_header import with_stream_offset
 from .stream_offsets import OffsetSpec, parse_offset

@@ -11,7 +11,7 @@ import pytest
 from leveret.amqp.fields import decode_table
 from leveret.amqp.properties import BasicProperties, decode_properties, encode_header_payload
 from leveret.message import Message
-from leveret.queues.consumer import Consumer
+from leveret.queues.classic import Consumer
 from leveret.queues.entry import QueueEntry
 from leveret.queues.stream import StreamQueue
 from leveret.queues.stream_header import with_stream_offset
