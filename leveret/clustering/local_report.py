@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cluster.gossip.report import ClientCount, LinkReport, NodeReport, QueueCounters
+from cluster.gossip.report import (
+    ClientCount,
+    ConsumerFlow,
+    LinkReport,
+    NodeReport,
+    QueueCounters,
+)
 from leveret.names import RUN_ID
 from leveret.server.memory_monitor import resident_bytes
 from leveret.store.disk_monitor import free_bytes_of
@@ -20,10 +27,15 @@ _ROUNDING = 1 << 20
 
 
 def broker_report(
-    broker: Any, data_dir: Path, raft_role: str = "", raft_term: int = 0
+    broker: Any,
+    data_dir: Path,
+    raft_role: str = "",
+    raft_term: int = 0,
+    remote_consumers: Mapping[str, int] | None = None,
 ) -> NodeReport:
     """The report of a node whose broker is `broker` (see leveret.broker.Broker), in Raft role
-    `raft_role` at term `raft_term`."""
+    `raft_role` at term `raft_term`; `remote_consumers` counts the consumers of its queues that
+    other nodes' clients hold, by node."""
     queues = [
         QueueCounters(
             vhost=vhost.name,
@@ -53,7 +65,23 @@ def broker_report(
         clients=_clients(broker),
         raft_role=raft_role,
         raft_term=raft_term,
+        consumer_flows=_consumer_flows(broker, remote_consumers or {}),
     )
+
+
+def _consumer_flows(broker: Any, remote: Mapping[str, int]) -> tuple[ConsumerFlow, ...]:
+    """Consumers of this node's queues by the node of their clients (this node's own are those
+    that no other node holds)."""
+    everyone = sum(
+        queue.consumer_count
+        for vhost in list(broker.vhosts.values())
+        for queue in list(vhost.queues.values())
+    )
+    flows = {node: count for node, count in remote.items() if count}
+    local = everyone - sum(flows.values())
+    if local > 0:
+        flows[broker.config.node_name] = local
+    return tuple(ConsumerFlow(node, count) for node, count in sorted(flows.items()))
 
 
 def _clients(broker: Any) -> tuple[ClientCount, ...]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
@@ -24,12 +23,11 @@ from .context import (
 )
 from .errors import ApiError, bad_request, from_amqp, not_authorised
 from .exchange_view import binding_json
-from .history import SampleRange, add_asked_samples
+from .home_queue_view import view_query
 from .listing import list_response, select_columns
 from .message_view import message_json
-from .queue_view import queue_basic_json, queue_json
+from .queue_view import add_queue_samples, queue_basic_json, queue_json
 from .remote_queue_view import remote_queue_json
-from .state import queue_key
 
 if TYPE_CHECKING:
     from ..queues.classic import ClassicQueue
@@ -93,7 +91,7 @@ def _list(ctx: Context, vhosts: list[str]) -> Reply | Awaitable[Reply]:
 
     async def with_remote_queues() -> Reply:
         reports = cluster_control(ctx.broker)
-        live = await remote_queue_ops.live_counts(ctx.broker, remotes)
+        live = await remote_queue_ops.live_counts(ctx.broker, remotes, view=not plain)
         for remote in remotes:
             items.append(
                 remote_queue_json(
@@ -123,12 +121,15 @@ def show(ctx: Context) -> Reply | Awaitable[Reply]:
 
         async def show_remote() -> Reply:
             assert remote is not None
-            live = await remote_queue_ops.live_counts(ctx.broker, [remote])
+            live = await remote_queue_ops.live_counts(
+                ctx.broker, [remote], view=True, view_query=view_query(ctx.query)
+            )
             shown = remote_queue_json(
                 remote,
                 cluster_control(ctx.broker),
                 ctx.state,
                 live=live.get((remote.vhost, remote.name)),
+                detailed=True,
             )
             return ok(select_columns(shown, ctx.query.get("columns")))
 
@@ -136,25 +137,8 @@ def show(ctx: Context) -> Reply | Awaitable[Reply]:
     queue = _queue(ctx)
     figure = ctx.state.figure(queue)
     shown = queue_json(queue, figure, ctx.state, ctx.broker.config.node_name, detailed=True)
-    _add_samples(ctx, queue, shown)
+    add_queue_samples(ctx.state, queue, ctx.query, shown)
     return ok(select_columns(shown, ctx.query.get("columns")))
-
-
-def _add_samples(ctx: Context, queue: ClassicQueue, shown: dict[str, Any]) -> None:
-    """The samples a chart asked for; asking starts (or prolongs) the queue's history."""
-    if not any(SampleRange.from_query(ctx.query, p) for p in ("msg_rates", "lengths")):
-        return
-    key = queue_key(queue)
-    ctx.state.history.watch(key, time.monotonic())
-    stats = shown.get("message_stats")
-    add_asked_samples(
-        ctx.state.history,
-        key,
-        ctx.query,
-        stats if isinstance(stats, dict) else None,
-        shown,
-        time.time(),
-    )
 
 
 def declare(ctx: Context) -> Reply | Awaitable[Reply]:
