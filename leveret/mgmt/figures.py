@@ -122,6 +122,13 @@ class QueueReader:
             del self._ready_cache[key]
         return figures
 
+    def read_some(
+        self, broker: Broker, queues: list[ClassicQueue]
+    ) -> dict[ClassicQueue, QueueFigures]:
+        """The figures of `queues` alone (the channels are walked once for all of them)."""
+        unacked = self._unacked_by_queue(broker)
+        return {queue: self._figures(queue, unacked.get(queue)) for queue in queues}
+
     def read_one(self, broker: Broker, queue: ClassicQueue) -> QueueFigures:
         """One queue's figures (the channels are still walked for its unacknowledged messages)."""
         return self._figures(queue, self._unacked_by_queue(broker).get(queue))
