@@ -67,6 +67,7 @@ def live_stats(ctx: Context) -> Reply:
             "ticks": hub.ticks if hub is not None else 0,
             "renders": hub.renders if hub is not None else 0,
             "queue_readings": ctx.state.readings,
+            "answers_shared": ctx.state.answers.shared,
         }
     )
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from .figures import QueueFigures, QueueReader, total
 from .history import History
 from .rates import SAMPLE_INTERVAL_SECONDS, RateTable
+from .shared_answers import SharedAnswers
 from .system import system_figures
 
 if TYPE_CHECKING:
@@ -122,6 +123,8 @@ class ManagementState:
         # Readings of every queue's figures since the node started (the costly part of a
         # request), counted so that the sharing can be checked (/api/live/stats).
         self.readings = 0
+        # Answers to the UI's GET requests, shared for a second (see shared_answers.py).
+        self.answers = SharedAnswers()
         # The live streams' shared sampler (see live.py); set by start_management.
         self.live: LiveHub | None = None
 
