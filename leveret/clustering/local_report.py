@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,21 +37,28 @@ def broker_report(
     """The report of a node whose broker is `broker` (see leveret.broker.Broker), in Raft role
     `raft_role` at term `raft_term`; `remote_consumers` counts the consumers of its queues that
     other nodes' clients hold, by node."""
-    queues = [
+    # Plain tuples first, and counters made for the reported ones only: a node may have 10,000
+    # queues, and the report is made again at every gossip round.
+    rows: list[tuple[int, str, str, int, int]] = []
+    consumers = 0
+    for vhost in list(broker.vhosts.values()):
+        for queue in list(vhost.queues.values()):
+            count = queue.consumer_count
+            consumers += count
+            rows.append((queue.message_count, vhost.name, queue.name, queue.unacked, count))
+    if len(rows) > MAX_QUEUES_REPORTED:
+        rows = heapq.nsmallest(MAX_QUEUES_REPORTED, rows, key=lambda r: (-r[0], r[1], r[2]))
+    rows.sort(key=lambda r: (r[1], r[2]))
+    queues = tuple(
         QueueCounters(
-            vhost=vhost.name,
-            name=queue.name,
-            messages=queue.message_count,
-            messages_unacknowledged=queue.unacked,
-            consumers=queue.consumer_count,
+            vhost=vhost,
+            name=name,
+            messages=messages,
+            messages_unacknowledged=unacked,
+            consumers=count,
         )
-        for vhost in list(broker.vhosts.values())
-        for queue in list(vhost.queues.values())
-    ]
-    if len(queues) > MAX_QUEUES_REPORTED:
-        queues.sort(key=lambda q: (-q.messages, q.vhost, q.name))
-        queues = queues[:MAX_QUEUES_REPORTED]
-    queues.sort(key=lambda q: (q.vhost, q.name))
+        for messages, vhost, name, unacked, count in rows
+    )
     try:
         disk_free = free_bytes_of(str(data_dir)) // _ROUNDING * _ROUNDING
     except OSError:
@@ -59,24 +67,21 @@ def broker_report(
         alarms=tuple(sorted(broker.alarms)),
         memory_used=resident_bytes() // _ROUNDING * _ROUNDING,
         disk_free=disk_free,
-        queues=tuple(queues),
+        queues=queues,
         run=RUN_ID,
         links=_links(broker),
         clients=_clients(broker),
         raft_role=raft_role,
         raft_term=raft_term,
-        consumer_flows=_consumer_flows(broker, remote_consumers or {}),
+        consumer_flows=_consumer_flows(broker, consumers, remote_consumers or {}),
     )
 
 
-def _consumer_flows(broker: Any, remote: Mapping[str, int]) -> tuple[ConsumerFlow, ...]:
-    """Consumers of this node's queues by the node of their clients (this node's own are those
-    that no other node holds)."""
-    everyone = sum(
-        queue.consumer_count
-        for vhost in list(broker.vhosts.values())
-        for queue in list(vhost.queues.values())
-    )
+def _consumer_flows(
+    broker: Any, everyone: int, remote: Mapping[str, int]
+) -> tuple[ConsumerFlow, ...]:
+    """Consumers of this node's queues (`everyone` of them) by the node of their clients (this
+    node's own are those that no other node holds)."""
     flows = {node: count for node, count in remote.items() if count}
     local = everyone - sum(flows.values())
     if local > 0:
