@@ -79,6 +79,12 @@ def test_a_queue_homed_elsewhere_has_its_rates_chart(cluster: Cluster, browser: 
         listed = {q["name"]: q for q in serving.http("GET", "/api/queues/%2F")}
         assert listed["far-rates"]["message_stats"]["publish"] > 0
         assert "consumer_details" not in listed["far-rates"]
+        # A page sorted by name: chosen first, then its remote queues asked of their home node.
+        paged = serving.http(
+            "GET", "/api/queues/%2F?page=1&page_size=10&name=far-&columns=name,node,message_stats"
+        )
+        (item,) = [q for q in paged["items"] if q["name"] == "far-rates"]
+        assert item["node"] == home.name and item["message_stats"]["publish"] > 0
         assert not page.problems
     finally:
         stop.set()
