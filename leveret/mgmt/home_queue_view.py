@@ -5,8 +5,9 @@ does."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, urlencode
 
 from .queue_view import add_queue_samples, queue_json
 from .state import management_state
@@ -22,9 +23,9 @@ _SAMPLE_PARAMETERS = ("msg_rates_age", "msg_rates_incr", "lengths_age", "lengths
 DETAIL_FIELDS = ("consumer_details", "deliveries", "incoming")
 
 
-def view_query(query: dict[str, str] | Any) -> str:
+def view_query(query: Mapping[str, str]) -> str:
     """The part of an API request's query the home node needs, to send with VIEW."""
-    return "&".join(f"{name}={query[name]}" for name in _SAMPLE_PARAMETERS if name in query)
+    return urlencode([(name, query[name]) for name in _SAMPLE_PARAMETERS if name in query])
 
 
 def queue_view(broker: Broker, queue: ClassicQueue, asked: str) -> bytes:
@@ -34,4 +35,4 @@ def queue_view(broker: Broker, queue: ClassicQueue, asked: str) -> bytes:
     figure = state.reader.read_one(broker, queue)
     shown = queue_json(queue, figure, state, broker.config.node_name, detailed=True)
     add_queue_samples(state, queue, dict(parse_qsl(asked)), shown)
-    return json.dumps(shown, separators=(",", ":")).encode()
+    return json.dumps(shown, separators=(",", ":"), default=str).encode()
