@@ -96,7 +96,7 @@ def _name_filter(query: Mapping[str, str]) -> Any:
         return None
     if query.get("use_regex", "false").lower() == "true":
         try:
-            pattern = re.compile(name)
+            pattern = re.compile(name, re.IGNORECASE)  # RabbitMQ matches caselessly too
         except re.error:
             raise bad_request("Invalid regex in name filter") from None
         return lambda text: pattern.search(text) is not None

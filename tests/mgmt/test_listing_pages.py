@@ -38,7 +38,7 @@ def matches(name: str, query: dict[str, str]) -> bool:
     if not wanted:
         return True
     if query.get("use_regex") == "true":
-        return re.search(wanted, name) is not None
+        return re.search(wanted, name, re.IGNORECASE) is not None  # as RabbitMQ matches
     return wanted.lower() in name.lower()
 
 
