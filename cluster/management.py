@@ -52,6 +52,9 @@ class ClusterManagement:
                     }
                     for queue in (report.queues if report else ())
                 ],
+                "consumer_flows": {
+                    flow.node: flow.consumers for flow in (report.consumer_flows if report else ())
+                },
             }
             if name != status.node and report and report.raft_role and status.is_running(name):
                 # Another node's role and term as it last gossiped them (a lost node's are

@@ -24,29 +24,31 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12proto/gossip.proto\x12\x0eleveret.gossip\"r\n\rQueueCounters\x12\r\n\x05vhost\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x10\n\x08messages\x18\x03 \x01(\x04\x12\x1f\n\x17messages_unacknowledged\x18\x04 \x01(\x04\x12\x11\n\tconsumers\x18\x05 \x01(\r\"\xdf\x01\n\nLinkReport\x12\r\n\x05vhost\x18\x01 \x01(\t\x12\r\n\x05queue\x18\x02 \x01(\t\x12\x10\n\x08upstream\x18\x03 \x01(\t\x12\x16\n\x0eupstream_queue\x18\x04 \x01(\t\x12\n\n\x02id\x18\x05 \x01(\t\x12\x0e\n\x06status\x18\x06 \x01(\t\x12\x0b\n\x03uri\x18\x07 \x01(\t\x12\x14\n\x0c\x63onsumer_tag\x18\x08 \x01(\t\x12\x11\n\ttimestamp\x18\t \x01(\t\x12\r\n\x05\x65rror\x18\n \x01(\t\x12\x18\n\x10local_connection\x18\x0b \x01(\t\x12\x0e\n\x06\x64\x65mand\x18\x0c \x01(\t\"\x90\x02\n\nNodeReport\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x0e\n\x06\x61larms\x18\x02 \x03(\t\x12\x13\n\x0bmemory_used\x18\x03 \x01(\x04\x12\x11\n\tdisk_free\x18\x04 \x01(\x04\x12-\n\x06queues\x18\x05 \x03(\x0b\x32\x1d.leveret.gossip.QueueCounters\x12\x0b\n\x03run\x18\x06 \x01(\t\x12)\n\x05links\x18\x07 \x03(\x0b\x32\x1a.leveret.gossip.LinkReport\x12,\n\x07\x63lients\x18\x08 \x03(\x0b\x32\x1b.leveret.gossip.ClientCount\x12\x11\n\traft_role\x18\t \x01(\t\x12\x11\n\traft_term\x18\n \x01(\x04\"8\n\x0b\x43lientCount\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\r\"\x9e\x01\n\x0bMemberState\x12\x0c\n\x04name\x18\x01 \x01(\t\x12,\n\x06status\x18\x02 \x01(\x0e\x32\x1c.leveret.gossip.MemberStatus\x12\x13\n\x0bincarnation\x18\x03 \x01(\x04\x12*\n\x06report\x18\x04 \x01(\x0b\x32\x1a.leveret.gossip.NodeReport\x12\x12\n\nhas_report\x18\x05 \x01(\x08\"A\n\x04Ping\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12,\n\x07updates\x18\x02 \x03(\x0b\x32\x1b.leveret.gossip.MemberState\"T\n\x07PingReq\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12,\n\x07updates\x18\x03 \x03(\x0b\x32\x1b.leveret.gossip.MemberState\"D\n\x03\x41\x63k\x12\x0f\n\x07reached\x18\x01 \x01(\x08\x12,\n\x07updates\x18\x02 \x03(\x0b\x32\x1b.leveret.gossip.MemberState*0\n\x0cMemberStatus\x12\t\n\x05\x41LIVE\x10\x00\x12\x0b\n\x07SUSPECT\x10\x01\x12\x08\n\x04\x44\x45\x41\x44\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12proto/gossip.proto\x12\x0eleveret.gossip\"r\n\rQueueCounters\x12\r\n\x05vhost\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x10\n\x08messages\x18\x03 \x01(\x04\x12\x1f\n\x17messages_unacknowledged\x18\x04 \x01(\x04\x12\x11\n\tconsumers\x18\x05 \x01(\r\"\xdf\x01\n\nLinkReport\x12\r\n\x05vhost\x18\x01 \x01(\t\x12\r\n\x05queue\x18\x02 \x01(\t\x12\x10\n\x08upstream\x18\x03 \x01(\t\x12\x16\n\x0eupstream_queue\x18\x04 \x01(\t\x12\n\n\x02id\x18\x05 \x01(\t\x12\x0e\n\x06status\x18\x06 \x01(\t\x12\x0b\n\x03uri\x18\x07 \x01(\t\x12\x14\n\x0c\x63onsumer_tag\x18\x08 \x01(\t\x12\x11\n\ttimestamp\x18\t \x01(\t\x12\r\n\x05\x65rror\x18\n \x01(\t\x12\x18\n\x10local_connection\x18\x0b \x01(\t\x12\x0e\n\x06\x64\x65mand\x18\x0c \x01(\t\"\xc6\x02\n\nNodeReport\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x0e\n\x06\x61larms\x18\x02 \x03(\t\x12\x13\n\x0bmemory_used\x18\x03 \x01(\x04\x12\x11\n\tdisk_free\x18\x04 \x01(\x04\x12-\n\x06queues\x18\x05 \x03(\x0b\x32\x1d.leveret.gossip.QueueCounters\x12\x0b\n\x03run\x18\x06 \x01(\t\x12)\n\x05links\x18\x07 \x03(\x0b\x32\x1a.leveret.gossip.LinkReport\x12,\n\x07\x63lients\x18\x08 \x03(\x0b\x32\x1b.leveret.gossip.ClientCount\x12\x11\n\traft_role\x18\t \x01(\t\x12\x11\n\traft_term\x18\n \x01(\x04\x12\x34\n\x0e\x63onsumer_flows\x18\x0b \x03(\x0b\x32\x1c.leveret.gossip.ConsumerFlow\"/\n\x0c\x43onsumerFlow\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x11\n\tconsumers\x18\x02 \x01(\r\"8\n\x0b\x43lientCount\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\r\"\x9e\x01\n\x0bMemberState\x12\x0c\n\x04name\x18\x01 \x01(\t\x12,\n\x06status\x18\x02 \x01(\x0e\x32\x1c.leveret.gossip.MemberStatus\x12\x13\n\x0bincarnation\x18\x03 \x01(\x04\x12*\n\x06report\x18\x04 \x01(\x0b\x32\x1a.leveret.gossip.NodeReport\x12\x12\n\nhas_report\x18\x05 \x01(\x08\"A\n\x04Ping\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12,\n\x07updates\x18\x02 \x03(\x0b\x32\x1b.leveret.gossip.MemberState\"T\n\x07PingReq\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12,\n\x07updates\x18\x03 \x03(\x0b\x32\x1b.leveret.gossip.MemberState\"D\n\x03\x41\x63k\x12\x0f\n\x07reached\x18\x01 \x01(\x08\x12,\n\x07updates\x18\x02 \x03(\x0b\x32\x1b.leveret.gossip.MemberState*0\n\x0cMemberStatus\x12\t\n\x05\x41LIVE\x10\x00\x12\x0b\n\x07SUSPECT\x10\x01\x12\x08\n\x04\x44\x45\x41\x44\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'proto.gossip_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_MEMBERSTATUS']._serialized_start=1097
-  _globals['_MEMBERSTATUS']._serialized_end=1145
+  _globals['_MEMBERSTATUS']._serialized_start=1200
+  _globals['_MEMBERSTATUS']._serialized_end=1248
   _globals['_QUEUECOUNTERS']._serialized_start=38
   _globals['_QUEUECOUNTERS']._serialized_end=152
   _globals['_LINKREPORT']._serialized_start=155
   _globals['_LINKREPORT']._serialized_end=378
   _globals['_NODEREPORT']._serialized_start=381
-  _globals['_NODEREPORT']._serialized_end=653
-  _globals['_CLIENTCOUNT']._serialized_start=655
-  _globals['_CLIENTCOUNT']._serialized_end=711
-  _globals['_MEMBERSTATE']._serialized_start=714
-  _globals['_MEMBERSTATE']._serialized_end=872
-  _globals['_PING']._serialized_start=874
-  _globals['_PING']._serialized_end=939
-  _globals['_PINGREQ']._serialized_start=941
-  _globals['_PINGREQ']._serialized_end=1025
-  _globals['_ACK']._serialized_start=1027
-  _globals['_ACK']._serialized_end=1095
+  _globals['_NODEREPORT']._serialized_end=707
+  _globals['_CONSUMERFLOW']._serialized_start=709
+  _globals['_CONSUMERFLOW']._serialized_end=756
+  _globals['_CLIENTCOUNT']._serialized_start=758
+  _globals['_CLIENTCOUNT']._serialized_end=814
+  _globals['_MEMBERSTATE']._serialized_start=817
+  _globals['_MEMBERSTATE']._serialized_end=975
+  _globals['_PING']._serialized_start=977
+  _globals['_PING']._serialized_end=1042
+  _globals['_PINGREQ']._serialized_start=1044
+  _globals['_PINGREQ']._serialized_end=1128
+  _globals['_ACK']._serialized_start=1130
+  _globals['_ACK']._serialized_end=1198
 # @@protoc_insertion_point(module_scope)

@@ -59,7 +59,7 @@ class LinkReport(_message.Message):
     def __init__(self, vhost: _Optional[str] = ..., queue: _Optional[str] = ..., upstream: _Optional[str] = ..., upstream_queue: _Optional[str] = ..., id: _Optional[str] = ..., status: _Optional[str] = ..., uri: _Optional[str] = ..., consumer_tag: _Optional[str] = ..., timestamp: _Optional[str] = ..., error: _Optional[str] = ..., local_connection: _Optional[str] = ..., demand: _Optional[str] = ...) -> None: ...
 
 class NodeReport(_message.Message):
-    __slots__ = ("version", "alarms", "memory_used", "disk_free", "queues", "run", "links", "clients", "raft_role", "raft_term")
+    __slots__ = ("version", "alarms", "memory_used", "disk_free", "queues", "run", "links", "clients", "raft_role", "raft_term", "consumer_flows")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ALARMS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_USED_FIELD_NUMBER: _ClassVar[int]
@@ -70,6 +70,7 @@ class NodeReport(_message.Message):
     CLIENTS_FIELD_NUMBER: _ClassVar[int]
     RAFT_ROLE_FIELD_NUMBER: _ClassVar[int]
     RAFT_TERM_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FLOWS_FIELD_NUMBER: _ClassVar[int]
     version: int
     alarms: _containers.RepeatedScalarFieldContainer[str]
     memory_used: int
@@ -80,7 +81,16 @@ class NodeReport(_message.Message):
     clients: _containers.RepeatedCompositeFieldContainer[ClientCount]
     raft_role: str
     raft_term: int
-    def __init__(self, version: _Optional[int] = ..., alarms: _Optional[_Iterable[str]] = ..., memory_used: _Optional[int] = ..., disk_free: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[QueueCounters, _Mapping]]] = ..., run: _Optional[str] = ..., links: _Optional[_Iterable[_Union[LinkReport, _Mapping]]] = ..., clients: _Optional[_Iterable[_Union[ClientCount, _Mapping]]] = ..., raft_role: _Optional[str] = ..., raft_term: _Optional[int] = ...) -> None: ...
+    consumer_flows: _containers.RepeatedCompositeFieldContainer[ConsumerFlow]
+    def __init__(self, version: _Optional[int] = ..., alarms: _Optional[_Iterable[str]] = ..., memory_used: _Optional[int] = ..., disk_free: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[QueueCounters, _Mapping]]] = ..., run: _Optional[str] = ..., links: _Optional[_Iterable[_Union[LinkReport, _Mapping]]] = ..., clients: _Optional[_Iterable[_Union[ClientCount, _Mapping]]] = ..., raft_role: _Optional[str] = ..., raft_term: _Optional[int] = ..., consumer_flows: _Optional[_Iterable[_Union[ConsumerFlow, _Mapping]]] = ...) -> None: ...
+
+class ConsumerFlow(_message.Message):
+    __slots__ = ("node", "consumers")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    CONSUMERS_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    consumers: int
+    def __init__(self, node: _Optional[str] = ..., consumers: _Optional[int] = ...) -> None: ...
 
 class ClientCount(_message.Message):
     __slots__ = ("kind", "name", "count")

@@ -18,12 +18,14 @@ class RequestKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     STATUS: _ClassVar[RequestKind]
     GET: _ClassVar[RequestKind]
     PURGE: _ClassVar[RequestKind]
+    VIEW: _ClassVar[RequestKind]
 ACK: Outcome
 REJECT: Outcome
 REQUEUE: Outcome
 STATUS: RequestKind
 GET: RequestKind
 PURGE: RequestKind
+VIEW: RequestKind
 
 class Publish(_message.Message):
     __slots__ = ("seq", "vhost", "queues", "exchange", "routing_key", "header", "body")
@@ -90,18 +92,20 @@ class Settle(_message.Message):
     def __init__(self, outcome: _Optional[_Union[Outcome, str]] = ..., deliveries: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Request(_message.Message):
-    __slots__ = ("id", "kind", "vhost", "queue", "no_ack")
+    __slots__ = ("id", "kind", "vhost", "queue", "no_ack", "view_query")
     ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     VHOST_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     NO_ACK_FIELD_NUMBER: _ClassVar[int]
+    VIEW_QUERY_FIELD_NUMBER: _ClassVar[int]
     id: int
     kind: RequestKind
     vhost: str
     queue: str
     no_ack: bool
-    def __init__(self, id: _Optional[int] = ..., kind: _Optional[_Union[RequestKind, str]] = ..., vhost: _Optional[str] = ..., queue: _Optional[str] = ..., no_ack: _Optional[bool] = ...) -> None: ...
+    view_query: str
+    def __init__(self, id: _Optional[int] = ..., kind: _Optional[_Union[RequestKind, str]] = ..., vhost: _Optional[str] = ..., queue: _Optional[str] = ..., no_ack: _Optional[bool] = ..., view_query: _Optional[str] = ...) -> None: ...
 
 class Up(_message.Message):
     __slots__ = ("publishes", "subscribes", "cancels", "credits", "settles", "requests", "applied")
@@ -164,7 +168,7 @@ class Cancelled(_message.Message):
     def __init__(self, consumer: _Optional[int] = ...) -> None: ...
 
 class Reply(_message.Message):
-    __slots__ = ("id", "code", "text", "message_count", "consumer_count", "delivery", "has_delivery", "unacked_count")
+    __slots__ = ("id", "code", "text", "message_count", "consumer_count", "delivery", "has_delivery", "unacked_count", "view")
     ID_FIELD_NUMBER: _ClassVar[int]
     CODE_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
@@ -173,6 +177,7 @@ class Reply(_message.Message):
     DELIVERY_FIELD_NUMBER: _ClassVar[int]
     HAS_DELIVERY_FIELD_NUMBER: _ClassVar[int]
     UNACKED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
     id: int
     code: int
     text: str
@@ -181,7 +186,8 @@ class Reply(_message.Message):
     delivery: Delivery
     has_delivery: bool
     unacked_count: int
-    def __init__(self, id: _Optional[int] = ..., code: _Optional[int] = ..., text: _Optional[str] = ..., message_count: _Optional[int] = ..., consumer_count: _Optional[int] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ..., has_delivery: _Optional[bool] = ..., unacked_count: _Optional[int] = ...) -> None: ...
+    view: bytes
+    def __init__(self, id: _Optional[int] = ..., code: _Optional[int] = ..., text: _Optional[str] = ..., message_count: _Optional[int] = ..., consumer_count: _Optional[int] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ..., has_delivery: _Optional[bool] = ..., unacked_count: _Optional[int] = ..., view: _Optional[bytes] = ...) -> None: ...
 
 class Down(_message.Message):
     __slots__ = ("confirms", "deliveries", "subscribed", "cancelled", "replies")

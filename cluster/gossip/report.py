@@ -46,6 +46,14 @@ class ClientCount:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsumerFlow:
+    """How many consumers connected to `node` consume from queues homed on the reporting node."""
+
+    node: str
+    consumers: int
+
+
+@dataclass(frozen=True, slots=True)
 class NodeReport:
     """A node's own account of itself; `version` orders the reports of one incarnation."""
 
@@ -59,6 +67,8 @@ class NodeReport:
     clients: tuple[ClientCount, ...] = ()  # for the cluster-wide connection and channel limits
     raft_role: str = ""  # the node's Raft role and term, as it last reported them
     raft_term: int = 0
+    # Consumers of the node's queues by their client's node, for the cluster map.
+    consumer_flows: tuple[ConsumerFlow, ...] = ()
 
     def with_version(self, version: int) -> NodeReport:
         return replace(self, version=version)

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cluster.gossip.report import ClientCount, LinkReport, NodeReport, QueueCounters
+from cluster.gossip.report import (
+    ClientCount,
+    ConsumerFlow,
+    LinkReport,
+    NodeReport,
+    QueueCounters,
+)
 from cluster.gossip.swim import MemberState, MemberStatus
 from proto import gossip_pb2
 
@@ -59,6 +65,10 @@ def _encode(state: MemberState) -> gossip_pb2.MemberState:
             gossip_pb2.ClientCount(kind=client.kind, name=client.name, count=client.count)
             for client in report.clients
         )
+        item.report.consumer_flows.extend(
+            gossip_pb2.ConsumerFlow(node=flow.node, consumers=flow.consumers)
+            for flow in report.consumer_flows
+        )
     return item
 
 
@@ -83,5 +93,6 @@ def _decode(item: gossip_pb2.MemberState) -> MemberState:
             clients=tuple(ClientCount(c.kind, c.name, c.count) for c in wire.clients),
             raft_role=wire.raft_role,
             raft_term=wire.raft_term,
+            consumer_flows=tuple(ConsumerFlow(f.node, f.consumers) for f in wire.consumer_flows),
         )
     return MemberState(item.name, _FROM_WIRE[item.status], item.incarnation, report)

@@ -19,6 +19,7 @@ from proto import queues_pb2
 from ..amqp.errors import AMQPError, ReplyCode
 from ..amqp.fields import decode_table
 from ..message import Message
+from ..mgmt.home_queue_view import queue_view
 from ..queues.classic import ClassicQueue, Consumer
 from ..queues.entry import QueueEntry
 from ..queues.remote import Outcome, RequestKind
@@ -98,6 +99,11 @@ class HomeSession:
         self._refused: list[int] = []
         self._syncs_pending = 0
         self._needs_sync = False  # a publish of the batch being applied went to disk
+
+    @property
+    def consumer_count(self) -> int:
+        """The consumers the peer's clients hold on this node's queues through the link."""
+        return len(self._consumers)
 
     # --- the link's batches -------------------------------------------------------------------
 
@@ -321,6 +327,8 @@ class HomeSession:
                 return
             elif kind == RequestKind.STATUS:
                 queue.touch()
+            elif kind == RequestKind.VIEW:
+                reply.view = queue_view(self.broker, queue, request.view_query)
         except AMQPError as error:  # what the queue's type does not support (streams)
             reply.code, reply.text = error.code, error.text
             return

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cluster.gossip.report import ClientCount, LinkReport, NodeReport, QueueCounters
+from cluster.gossip.report import (
+    ClientCount,
+    ConsumerFlow,
+    LinkReport,
+    NodeReport,
+    QueueCounters,
+)
 from leveret.names import RUN_ID
 from leveret.server.memory_monitor import resident_bytes
 from leveret.store.disk_monitor import free_bytes_of
@@ -20,25 +28,37 @@ _ROUNDING = 1 << 20
 
 
 def broker_report(
-    broker: Any, data_dir: Path, raft_role: str = "", raft_term: int = 0
+    broker: Any,
+    data_dir: Path,
+    raft_role: str = "",
+    raft_term: int = 0,
+    remote_consumers: Mapping[str, int] | None = None,
 ) -> NodeReport:
     """The report of a node whose broker is `broker` (see leveret.broker.Broker), in Raft role
-    `raft_role` at term `raft_term`."""
-    queues = [
+    `raft_role` at term `raft_term`; `remote_consumers` counts the consumers of its queues that
+    other nodes' clients hold, by node."""
+    # Plain tuples first, and counters made for the reported ones only: a node may have 10,000
+    # queues, and the report is made again at every gossip round.
+    rows: list[tuple[int, str, str, int, int]] = []
+    consumers = 0
+    for vhost in list(broker.vhosts.values()):
+        for queue in list(vhost.queues.values()):
+            count = queue.consumer_count
+            consumers += count
+            rows.append((queue.message_count, vhost.name, queue.name, queue.unacked, count))
+    if len(rows) > MAX_QUEUES_REPORTED:
+        rows = heapq.nsmallest(MAX_QUEUES_REPORTED, rows, key=lambda r: (-r[0], r[1], r[2]))
+    rows.sort(key=lambda r: (r[1], r[2]))
+    queues = tuple(
         QueueCounters(
-            vhost=vhost.name,
-            name=queue.name,
-            messages=queue.message_count,
-            messages_unacknowledged=queue.unacked,
-            consumers=queue.consumer_count,
+            vhost=vhost,
+            name=name,
+            messages=messages,
+            messages_unacknowledged=unacked,
+            consumers=count,
         )
-        for vhost in list(broker.vhosts.values())
-        for queue in list(vhost.queues.values())
-    ]
-    if len(queues) > MAX_QUEUES_REPORTED:
-        queues.sort(key=lambda q: (-q.messages, q.vhost, q.name))
-        queues = queues[:MAX_QUEUES_REPORTED]
-    queues.sort(key=lambda q: (q.vhost, q.name))
+        for messages, vhost, name, unacked, count in rows
+    )
     try:
         disk_free = free_bytes_of(str(data_dir)) // _ROUNDING * _ROUNDING
     except OSError:
@@ -47,13 +67,26 @@ def broker_report(
         alarms=tuple(sorted(broker.alarms)),
         memory_used=resident_bytes() // _ROUNDING * _ROUNDING,
         disk_free=disk_free,
-        queues=tuple(queues),
+        queues=queues,
         run=RUN_ID,
         links=_links(broker),
         clients=_clients(broker),
         raft_role=raft_role,
         raft_term=raft_term,
+        consumer_flows=_consumer_flows(broker, consumers, remote_consumers or {}),
     )
+
+
+def _consumer_flows(
+    broker: Any, everyone: int, remote: Mapping[str, int]
+) -> tuple[ConsumerFlow, ...]:
+    """Consumers of this node's queues (`everyone` of them) by the node of their clients (this
+    node's own are those that no other node holds)."""
+    flows = {node: count for node, count in remote.items() if count}
+    local = everyone - sum(flows.values())
+    if local > 0:
+        flows[broker.config.node_name] = local
+    return tuple(ConsumerFlow(node, count) for node, count in sorted(flows.items()))
 
 
 def _clients(broker: Any) -> tuple[ClientCount, ...]:

@@ -72,7 +72,13 @@ class ClusterPlugin:
 
     def _report(self) -> NodeReport:
         status = self.service.status()
-        return broker_report(self._broker, self._settings.data_dir, status.role, status.term)
+        return broker_report(
+            self._broker,
+            self._settings.data_dir,
+            status.role,
+            status.term,
+            self._queues.consumers_by_peer(),
+        )
 
     @property
     def port(self) -> int:

@@ -220,7 +220,13 @@ class QueueLink:
         self._changed()
 
     async def request(
-        self, kind: RequestKind, vhost: str, queue: str, *, no_ack: bool = False
+        self,
+        kind: RequestKind,
+        vhost: str,
+        queue: str,
+        *,
+        no_ack: bool = False,
+        view_query: str = "",
     ) -> QueueStatus:
         self._require_up()
         request_id = next(self._ids)
@@ -230,6 +236,7 @@ class QueueLink:
         request.vhost = vhost
         request.queue = queue
         request.no_ack = no_ack
+        request.view_query = view_query
         future: asyncio.Future[QueueStatus] = asyncio.get_running_loop().create_future()
         self._requests[request_id] = future
         self._changed()
@@ -376,6 +383,7 @@ class QueueLink:
                     reply.consumer_count,
                     _entry(reply.delivery) if reply.has_delivery else None,
                     reply.unacked_count,
+                    reply.view,
                 )
             )
 

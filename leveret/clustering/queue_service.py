@@ -72,6 +72,14 @@ class QueuesService(queues_pb2_grpc.QueuesServicer):  # type: ignore[misc]
     ) -> queues_pb2.Location:
         return queues_pb2.Location(port=self.port)
 
+    def consumers_by_peer(self) -> dict[str, int]:
+        """The consumers other nodes' clients hold on this node's queues, by node."""
+        counts: dict[str, int] = {}
+        for home in self._homes:
+            session = home.session
+            counts[session.peer] = counts.get(session.peer, 0) + session.consumer_count
+        return counts
+
     def _accept(self, caller: Caller, connection: DataConnection) -> _Home:
         home = _Home(self._broker, caller.node, connection, self._homes.discard)
         self._homes.add(home)

@@ -12,6 +12,7 @@ from .access import require_monitor
 from .context import Context, Reply, Route, ok
 from .errors import bad_request
 from .live import LiveHub, Stream, hub_of
+from .shared_answers import answers_of
 
 if TYPE_CHECKING:
     from multidict import CIMultiDict
@@ -67,6 +68,7 @@ def live_stats(ctx: Context) -> Reply:
             "ticks": hub.ticks if hub is not None else 0,
             "renders": hub.renders if hub is not None else 0,
             "queue_readings": ctx.state.readings,
+            "answers_shared": answers_of(ctx.state).shared,
         }
     )
 

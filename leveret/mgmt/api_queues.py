@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..amqp.errors import AMQPError
 from ..declare_rules import MAX_NAME_BYTES, home_node_down, is_stream, not_found
+from ..queues.remote import RemoteQueue
 from ..queues.stream_rules import not_supported
 from . import metadata_writes, remote_queue_ops
 from .access import login_vhosts
@@ -21,19 +21,19 @@ from .context import (
     not_found_unless,
     ok,
     require_keys,
+    truthy,
 )
 from .errors import ApiError, bad_request, from_amqp, not_authorised
 from .exchange_view import binding_json
-from .history import SampleRange, add_asked_samples
+from .home_queue_view import view_query
 from .listing import list_response, select_columns
 from .message_view import message_json
-from .queue_view import queue_basic_json, queue_json
+from .queue_listing import list_queues
+from .queue_view import add_queue_samples, queue_json
 from .remote_queue_view import remote_queue_json
-from .state import queue_key
 
 if TYPE_CHECKING:
     from ..queues.classic import ClassicQueue
-    from ..queues.remote import RemoteQueue
 
 _ACK_MODES = (
     "ack_requeue_true",
@@ -41,10 +41,6 @@ _ACK_MODES = (
     "reject_requeue_true",
     "reject_requeue_false",
 )
-
-
-def truthy(value: Any) -> bool:
-    return value is True or (isinstance(value, str) and value.lower() == "true")
 
 
 def _queue(ctx: Context) -> ClassicQueue:
@@ -69,52 +65,12 @@ def check_permission(
         )
 
 
-def _list(ctx: Context, vhosts: list[str]) -> Reply | Awaitable[Reply]:
-    node = ctx.broker.config.node_name
-    figures = ctx.state.figures()
-    plain = truthy(ctx.query.get("disable_stats"))
-    totals = truthy(ctx.query.get("enable_queue_totals"))
-    items = []
-    for queue, figure in figures.items():
-        if queue.vhost not in vhosts:
-            continue
-        if plain:
-            items.append(queue_basic_json(queue, figure, ctx.state, node, totals=totals))
-        else:
-            items.append(queue_json(queue, figure, ctx.state, node))
-    remotes = [
-        remote
-        for vhost_name in vhosts
-        if (vhost := ctx.broker.vhosts.get(vhost_name)) is not None
-        for remote in vhost.remote_queues.values()
-    ]
-    if not remotes:
-        return ok(list_response(items, ctx.query))
-
-    async def with_remote_queues() -> Reply:
-        reports = cluster_control(ctx.broker)
-        live = await remote_queue_ops.live_counts(ctx.broker, remotes)
-        for remote in remotes:
-            items.append(
-                remote_queue_json(
-                    remote,
-                    reports,
-                    ctx.state,
-                    totals=totals or not plain,
-                    live=live.get((remote.vhost, remote.name)),
-                )
-            )
-        return ok(list_response(items, ctx.query))
-
-    return with_remote_queues()
-
-
 def list_all(ctx: Context) -> Reply | Awaitable[Reply]:
-    return _list(ctx, login_vhosts(ctx.broker, ctx.caller))
+    return list_queues(ctx, login_vhosts(ctx.broker, ctx.caller))
 
 
 def list_vhost(ctx: Context) -> Reply | Awaitable[Reply]:
-    return _list(ctx, [ctx.vhost().name])
+    return list_queues(ctx, [ctx.vhost().name])
 
 
 def show(ctx: Context) -> Reply | Awaitable[Reply]:
@@ -123,12 +79,15 @@ def show(ctx: Context) -> Reply | Awaitable[Reply]:
 
         async def show_remote() -> Reply:
             assert remote is not None
-            live = await remote_queue_ops.live_counts(ctx.broker, [remote])
+            live = await remote_queue_ops.live_counts(
+                ctx.broker, [remote], view=True, view_query=view_query(ctx.query)
+            )
             shown = remote_queue_json(
                 remote,
                 cluster_control(ctx.broker),
                 ctx.state,
                 live=live.get((remote.vhost, remote.name)),
+                detailed=True,
             )
             return ok(select_columns(shown, ctx.query.get("columns")))
 
@@ -136,25 +95,8 @@ def show(ctx: Context) -> Reply | Awaitable[Reply]:
     queue = _queue(ctx)
     figure = ctx.state.figure(queue)
     shown = queue_json(queue, figure, ctx.state, ctx.broker.config.node_name, detailed=True)
-    _add_samples(ctx, queue, shown)
+    add_queue_samples(ctx.state, queue, ctx.query, shown)
     return ok(select_columns(shown, ctx.query.get("columns")))
-
-
-def _add_samples(ctx: Context, queue: ClassicQueue, shown: dict[str, Any]) -> None:
-    """The samples a chart asked for; asking starts (or prolongs) the queue's history."""
-    if not any(SampleRange.from_query(ctx.query, p) for p in ("msg_rates", "lengths")):
-        return
-    key = queue_key(queue)
-    ctx.state.history.watch(key, time.monotonic())
-    stats = shown.get("message_stats")
-    add_asked_samples(
-        ctx.state.history,
-        key,
-        ctx.query,
-        stats if isinstance(stats, dict) else None,
-        shown,
-        time.time(),
-    )
 
 
 def declare(ctx: Context) -> Reply | Awaitable[Reply]:

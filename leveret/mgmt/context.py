@@ -92,6 +92,10 @@ class Context:
         return document
 
 
+def truthy(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.lower() == "true")
+
+
 def body_flag(body: Mapping[str, Any], key: str) -> bool:
     """A boolean of a request body, read as RabbitMQ reads it: true or "true", false or
     "false" (or absent); anything else is a 400 whose reason is `["not_boolean", value]`."""

@@ -122,6 +122,53 @@ class QueueReader:
             del self._ready_cache[key]
         return figures
 
+    def read_some(
+        self, broker: Broker, queues: list[ClassicQueue]
+    ) -> dict[ClassicQueue, QueueFigures]:
+        """The figures of `queues` alone (the channels are walked once for all of them)."""
+        unacked = self._unacked_by_queue(broker)
+        return {queue: self._figures(queue, unacked.get(queue)) for queue in queues}
+
+    def counts(self, broker: Broker, queues: Iterable[ClassicQueue]) -> QueueFigures:
+        """The sum of `queues`' figures without their byte and persistence fields (left 0):
+        what the overview shows, for a fraction of the cost of reading each queue's figures."""
+        held = self._unacked_by_queue(broker)
+        ready = unacked = publish = delivered = deliver = 0
+        no_ack_deliveries = gets = no_ack_gets = get_empty = ack = redeliver = 0
+        for queue in queues:
+            ready += queue.message_count
+            in_channels = held.get(queue)
+            own = queue.unacked
+            unacked += own if in_channels is None or own >= in_channels.count else in_channels.count
+            publish += queue.published_total
+            queue_delivered = queue.delivered_total
+            queue_gets = _counter(queue, "get_total")
+            queue_no_ack_deliveries = _counter(queue, "deliver_no_ack_total")
+            queue_no_ack_gets = _counter(queue, "get_no_ack_total")
+            delivered += queue_delivered
+            deliver += max(
+                queue_delivered - queue_gets - queue_no_ack_deliveries - queue_no_ack_gets, 0
+            )
+            no_ack_deliveries += queue_no_ack_deliveries
+            gets += queue_gets
+            no_ack_gets += queue_no_ack_gets
+            get_empty += _counter(queue, "get_empty_total")
+            ack += queue.acked_total
+            redeliver += queue.redelivered_total
+        return QueueFigures(
+            ready=ready,
+            unacked=unacked,
+            publish=publish,
+            deliver_get=delivered,
+            deliver=deliver,
+            deliver_no_ack=no_ack_deliveries,
+            get=gets,
+            get_no_ack=no_ack_gets,
+            get_empty=get_empty,
+            ack=ack,
+            redeliver=redeliver,
+        )
+
     def read_one(self, broker: Broker, queue: ClassicQueue) -> QueueFigures:
         """One queue's figures (the channels are still walked for its unacknowledged messages)."""
         return self._figures(queue, self._unacked_by_queue(broker).get(queue))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import ApiError, bad_request
@@ -95,12 +96,78 @@ def _name_filter(query: Mapping[str, str]) -> Any:
         return None
     if query.get("use_regex", "false").lower() == "true":
         try:
-            pattern = re.compile(name)
+            pattern = re.compile(name, re.IGNORECASE)  # RabbitMQ matches caselessly too
         except re.error:
             raise bad_request("Invalid regex in name filter") from None
         return lambda text: pattern.search(text) is not None
     lowered = name.lower()
     return lambda text: lowered in text.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a listing: the items on it and RabbitMQ's counts around them."""
+
+    items: list[dict[str, Any]]
+    page: int
+    page_size: int
+    page_count: int
+    filtered_count: int
+    total_count: int
+
+    def answer(self, rendered: list[dict[str, Any]], columns: str | None) -> dict[str, Any]:
+        """RabbitMQ's paged answer, with `rendered` (the page's items, as shown) in place."""
+        return {
+            "filtered_count": self.filtered_count,
+            "item_count": len(rendered),
+            "items": [select_columns(item, columns) for item in rendered],
+            "page": self.page,
+            "page_count": self.page_count,
+            "page_size": self.page_size,
+            "total_count": self.total_count,
+        }
+
+
+def _sort_fields(query: Mapping[str, str], default: Sequence[str]) -> list[str]:
+    sort = query.get("sort")
+    return [f for f in sort.split(",") if f] if sort else list(default)
+
+
+def pages_by_name(
+    query: Mapping[str, str], default_sort: Sequence[str] = ("vhost", "name")
+) -> bool:
+    """Whether a listing asked for a page sorted by names alone (or not sorted): its page can then
+    be chosen before its items are rendered, from their names (see `page_of`)."""
+    return "page" in query and all(f in _NAME_FIELDS for f in _sort_fields(query, default_sort))
+
+
+_NAME_FIELDS = frozenset({"name", "vhost"})
+
+
+def page_of(
+    items: list[dict[str, Any]],
+    query: Mapping[str, str],
+    default_sort: Sequence[str] = ("vhost", "name"),
+) -> Page:
+    """The page `query` asks for of `items`, filtered and sorted; `items` need hold only the
+    fields sorted and filtered on."""
+    page, size = _page_numbers(query)
+    total_count = len(items)
+    matches = _name_filter(query)
+    if matches is not None:
+        items = [item for item in items if matches(str(item.get("name", "")))]
+    reverse = query.get("sort_reverse", "false").lower() == "true"
+    items = sort_items(items, query.get("sort"), reverse, default_sort)
+    filtered = len(items)
+    page_count = max(1, math.ceil(filtered / size))
+    if page > page_count:
+        raise ApiError(
+            400,
+            "page_out_of_range",
+            f"Page out of range, page: {page} page size: {size}, len: {filtered}",
+        )
+    chosen = items[(page - 1) * size : page * size]
+    return Page(chosen, page, size, page_count, filtered, total_count)
 
 
 def list_response(
@@ -112,32 +179,9 @@ def list_response(
 ) -> Any:
     """The answer to a list request: sorted, optionally paged and filtered, columns selected."""
     columns = query.get("columns")
+    if pageable and "page" in query:
+        page = page_of(items, query, default_sort)
+        return page.answer(page.items, columns)
     reverse = query.get("sort_reverse", "false").lower() == "true"
-    paged = pageable and "page" in query
-    total_count = len(items)
-    if paged:
-        page, size = _page_numbers(query)
-        matches = _name_filter(query)
-        if matches is not None:
-            items = [item for item in items if matches(str(item.get("name", "")))]
     items = sort_items(items, query.get("sort"), reverse, default_sort)
-    if not paged:
-        return [select_columns(item, columns) for item in items]
-    filtered = len(items)
-    page_count = max(1, math.ceil(filtered / size))
-    if page > page_count:
-        raise ApiError(
-            400,
-            "page_out_of_range",
-            f"Page out of range, page: {page} page size: {size}, len: {filtered}",
-        )
-    chosen = items[(page - 1) * size : page * size]
-    return {
-        "filtered_count": filtered,
-        "item_count": len(chosen),
-        "items": [select_columns(item, columns) for item in chosen],
-        "page": page,
-        "page_count": page_count,
-        "page_size": size,
-        "total_count": total_count,
-    }
+    return [select_columns(item, columns) for item in items]

@@ -18,6 +18,7 @@ from .access import Caller
 from .context import Context, Reply, Route
 from .errors import ApiError, object_not_found
 from .request import Request
+from .shared_answers import answers_of, shared_answer
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -53,6 +54,12 @@ LIVE_PATHS = frozenset(
         "permissions",
     }
 )
+
+
+def is_live_path(bare: str) -> bool:
+    """Whether an API path (relative to /api/, without its query) is one the streams serve."""
+    return any(bare == p or bare.startswith(f"{p}/") for p in LIVE_PATHS)
+
 
 # One watched answer: a caller (what they may see) and a path with its query.
 Watch = tuple[Caller, str]
@@ -106,7 +113,7 @@ class LiveHub:
     def resolve(self, path: str) -> bool:
         """Whether `path` (relative to /api/, with its query) may be watched."""
         bare = path.partition("?")[0]
-        if not any(bare == p or bare.startswith(f"{p}/") for p in LIVE_PATHS):
+        if not is_live_path(bare):
             return False
         found = self.router.match_path(f"/api/{bare}")
         return found is not None and "GET" in found[0].methods
@@ -170,7 +177,14 @@ class LiveHub:
                 raise object_not_found()
             route, params = found
             context = Context(self.broker, self.state, request, caller, params, peer_host)
-            return route.methods["GET"](context)
+            handler = route.methods["GET"]
+            return shared_answer(
+                self.broker,
+                answers_of(self.state),
+                caller,
+                request.target,
+                lambda: handler(context),
+            )
         except (ApiError, MetadataUnavailable) as error:
             return _refusal(error)
         except Exception:

@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from .figures import QueueFigures, total
+from .figures import QueueFigures
 from .queue_view import message_stats
 from .rates import with_details
 from .state import CHURN_KEY, NODE_KEY, SYSTEM_KEY
@@ -116,20 +116,26 @@ def overview_json(
     broker: Broker, state: ManagementState, caller: Caller, vhosts: list[str]
 ) -> dict[str, Any]:
     node = broker.config.node_name
-    figures = {q: f for q, f in state.figures().items() if q.vhost in vhosts}
-    node_figure = total(figures.values())
+    queues = [
+        queue
+        for name in vhosts
+        if (vhost := broker.vhosts.get(name)) is not None
+        for queue in vhost.queues.values()
+    ]
+    state.observe()
+    node_figure = state.reader.counts(broker, queues)
     sessions = [s for s in broker.sessions if caller.is_monitor or s.username == caller.name]
     channels = [c for s in sessions for c in s.channels.values()]
     object_totals: dict[str, int] = {
         "channels": len(channels),
         "connections": len(sessions),
         "exchanges": sum(len(broker.vhosts[v].exchanges) for v in vhosts if v in broker.vhosts),
-        "queues": len(figures),
+        "queues": len(queues),
     }
     if caller.is_monitor:
-        object_totals["consumers"] = sum(q.consumer_count for q in figures)
+        object_totals["consumers"] = sum(q.consumer_count for q in queues)
         object_totals = dict(sorted(object_totals.items()))
-    had_consumers = any(q.had_consumers for q in figures)
+    had_consumers = any(q.had_consumers for q in queues)
     overview: dict[str, Any] = {
         "management_version": COMPATIBLE_RABBITMQ_VERSION,
         "rates_mode": "basic",
@@ -150,7 +156,7 @@ def overview_json(
         "enable_queue_totals": False,
         "message_stats": message_stats(node_figure, state, NODE_KEY, had_consumers),
         "churn_rates": churn_rates(state),
-        "queue_totals": queue_totals(node_figure, state, NODE_KEY) if figures else {},
+        "queue_totals": queue_totals(node_figure, state, NODE_KEY) if queues else {},
         "object_totals": object_totals,
         "statistics_db_event_queue": 0,
     }

@@ -7,11 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 from .connection_view import consumer_json
 from .figures import QueueFigures
+from .history import SampleRange, add_asked_samples
 from .json_values import jsonable, rfc3339_millis
 from .rates import with_details
 from .state import queue_key
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ..definitions_registry import DefinitionsRegistry, Policy
     from ..queues.classic import ClassicQueue
     from .state import ManagementState
@@ -171,3 +174,17 @@ def queue_basic_json(
     if policy is not None:
         shown["policy"] = policy.name
     return dict(sorted(shown.items()))
+
+
+def add_queue_samples(
+    state: ManagementState, queue: ClassicQueue, query: Mapping[str, str], shown: dict[str, Any]
+) -> None:
+    """The samples a chart asked for; asking starts (or prolongs) the queue's history."""
+    if not any(SampleRange.from_query(query, p) for p in ("msg_rates", "lengths")):
+        return
+    key = queue_key(queue)
+    state.history.watch(key, time.monotonic())
+    stats = shown.get("message_stats")
+    add_asked_samples(
+        state.history, key, query, stats if isinstance(stats, dict) else None, shown, time.time()
+    )

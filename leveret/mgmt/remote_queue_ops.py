@@ -33,23 +33,29 @@ def _link(broker: Broker, queue: RemoteQueue) -> HomeLink:
     return link
 
 
-async def _ask(broker: Broker, queue: RemoteQueue, kind: RequestKind) -> QueueStatus:
+async def _ask(
+    broker: Broker, queue: RemoteQueue, kind: RequestKind, view_query: str = ""
+) -> QueueStatus:
     try:
-        return await _link(broker, queue).request(kind, queue.vhost, queue.name)
+        return await _link(broker, queue).request(
+            kind, queue.vhost, queue.name, view_query=view_query
+        )
     except LinkDown:
         raise Unreachable(queue.home_node) from None
 
 
 async def live_counts(
-    broker: Broker, queues: list[RemoteQueue]
+    broker: Broker, queues: list[RemoteQueue], *, view: bool = False, view_query: str = ""
 ) -> dict[tuple[str, str], QueueStatus]:
-    """The home nodes' counts of `queues`, for those that answered in time."""
+    """The home nodes' counts of `queues`, for those that answered in time; with `view`, each
+    answer carries the queue's management JSON there (with the samples `view_query` asks for)."""
     if not queues:
         return {}
+    kind = RequestKind.VIEW if view else RequestKind.STATUS
 
     async def one(queue: RemoteQueue) -> QueueStatus | None:
         try:
-            status = await _ask(broker, queue, RequestKind.STATUS)
+            status = await _ask(broker, queue, kind, view_query)
         except Unreachable:
             return None
         return status if not status.code else None

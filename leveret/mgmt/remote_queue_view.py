@@ -1,15 +1,18 @@
 """A queue homed on another node of the cluster, as the management API shows it.
 
 Its definition comes from the replicated metadata; its counts come from its home node, asked
-at the time, or else the soft state that node last gossiped. RabbitMQ shows the queue of a node
-that is down as "down".
+at the time, or else the soft state that node last gossiped. A home node asked for its view
+answers with the queue's JSON there (message_stats, rates, sample history, consumers), which is
+shown as it came. RabbitMQ shows the queue of a node that is down as "down".
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..declare_rules import is_stream
+from .home_queue_view import DETAIL_FIELDS
 from .json_values import jsonable
 from .queue_view import effective_definition, policies_of
 
@@ -31,7 +34,10 @@ def remote_queue_json(
     *,
     totals: bool = True,
     live: QueueStatus | None = None,
+    detailed: bool = False,
 ) -> dict[str, Any]:
+    if live is not None and live.view and totals:
+        return _home_view(live.view, detailed)
     running, counters = (
         reports.queue_report(queue.home_node, queue.vhost, queue.name) if reports else (False, {})
     )
@@ -65,3 +71,11 @@ def remote_queue_json(
         shown["messages_ready"] = max(messages - unacked, 0)
         shown["messages_unacknowledged"] = unacked
     return dict(sorted(shown.items()))
+
+
+def _home_view(view: bytes, detailed: bool) -> dict[str, Any]:
+    shown: dict[str, Any] = json.loads(view)
+    if not detailed:
+        for name in DETAIL_FIELDS:
+            shown.pop(name, None)
+    return shown

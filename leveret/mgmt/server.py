@@ -16,12 +16,13 @@ from .errors import ApiError, method_not_allowed, object_not_found
 from .http_settings import http_limits
 from .listener import REQUEST_HEAD_TIMEOUT_SECONDS as REQUEST_HEAD_TIMEOUT_SECONDS
 from .listener import HttpListener, listen
-from .live import attach_hub
+from .live import attach_hub, is_live_path
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from .metrics import metrics_text
 from .node_control import NodeControl
 from .request import Request
 from .routes import API_ROUTES, Router, split_path
+from .shared_answers import answers_of, shared_answer
 from .state import ManagementState, management_state
 
 if TYPE_CHECKING:
@@ -79,6 +80,9 @@ class ManagementApp:
         except Exception:
             log.exception("management request %s %s failed", request.method, request.path)
             return _internal_error()
+        finally:
+            if request.method not in ("GET", "HEAD"):
+                answers_of(self.state).forget()  # a change made while answers were being shared
 
     def _dispatch(self, request: Request, peer_host: str, secure: bool) -> Reply | Awaitable[Reply]:
         try:
@@ -114,7 +118,15 @@ class ManagementApp:
             caller = authenticate(
                 self.broker, request.header("authorization"), peer_host, self.state.http_auth
             )
-        return handler(Context(self.broker, self.state, request, caller, params, peer_host))
+        context = Context(self.broker, self.state, request, caller, params, peer_host)
+        if method != "GET":
+            answers_of(self.state).forget()  # the change shows in the next answers
+            return handler(context)
+        if not (request.path.startswith("/api/") and is_live_path(request.path[5:])):
+            return handler(context)
+        return shared_answer(
+            self.broker, answers_of(self.state), caller, request.target, lambda: handler(context)
+        )
 
     def _check_transport(self, request: Request, secure: bool, *, public: bool) -> None:
         if self._https_port is None or secure:

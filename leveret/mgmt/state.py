@@ -140,6 +140,20 @@ class ManagementState:
             self._pinned = figures
         return figures
 
+    def figures_of(self, queues: list[ClassicQueue]) -> dict[ClassicQueue, QueueFigures]:
+        """The figures of `queues` (a page of a listing): from the reading requests share when
+        there is a recent one, else read for these queues alone."""
+        broker = self._broker()
+        if broker is None:
+            return {}
+        shared = self._pinned
+        recent = self._shared
+        if shared is None and recent and time.monotonic() - recent[0] < SHARED_READING_SECONDS:
+            shared = recent[1]
+        if shared is not None and all(queue in shared for queue in queues):
+            return {queue: shared[queue] for queue in queues}
+        return self.reader.read_some(broker, queues)
+
     @contextmanager
     def one_reading(self) -> Iterator[None]:
         """Every request answered inside shares one reading of the queues' figures (the live

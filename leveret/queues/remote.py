@@ -53,6 +53,7 @@ class RequestKind(IntEnum):
     STATUS = 0
     GET = 1
     PURGE = 2
+    VIEW = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +66,7 @@ class QueueStatus:
     consumer_count: int = 0
     delivery: QueueEntry | None = None  # a get's message; its seq names it for settling
     unacked_count: int = 0
+    view: bytes = b""  # a VIEW's answer: the queue's management JSON on its home node
 
 
 class ConfirmWaiter(Protocol):
@@ -140,7 +142,13 @@ class HomeLink(Protocol):
     def settle(self, outcome: Outcome, delivery: int) -> None: ...
 
     def request(
-        self, kind: RequestKind, vhost: str, queue: str, *, no_ack: bool = False
+        self,
+        kind: RequestKind,
+        vhost: str,
+        queue: str,
+        *,
+        no_ack: bool = False,
+        view_query: str = "",
     ) -> Awaitable[QueueStatus]:
         """Ask the home node; raises LinkDown when it cannot answer."""
         ...

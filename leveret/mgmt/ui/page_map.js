@@ -15,7 +15,10 @@ function svg(tag, attrs, text) {
   return element;
 }
 
-// Counts per node and the flows between them, from the API's lists.
+// Counts per node and the flows between them, from the API's lists. Each node gossips how many
+// consumers of its queues each node's clients hold (cluster.consumer_flows), so flows between two
+// nodes show whichever node serves the page; the serving node's consumer list stands in for a
+// node that reported none.
 export function layout(nodes, connections, consumers, links, gossip) {
   const homes = new Map(); // "vhost/name" -> node
   const byNode = new Map(nodes.map((n) => [n.name, { node: n, up: nodeIsUp(n, gossip), queues: 0, connections: 0, consumers: 0 }]));
@@ -27,11 +30,17 @@ export function layout(nodes, connections, consumers, links, gossip) {
   }
   for (const c of connections) if (byNode.has(c.node)) byNode.get(c.node).connections += 1;
   const flows = new Map(); // "from>to" -> consumers
+  const add = (home, at, count) => {
+    if (byNode.has(at)) byNode.get(at).consumers += count;
+    if (at && home && at !== home) flows.set(`${home}>${at}`, (flows.get(`${home}>${at}`) || 0) + count);
+  };
+  const reporting = new Set(nodes.filter((n) => (n.cluster || {}).consumer_flows).map((n) => n.name));
+  for (const n of nodes) {
+    for (const [at, count] of Object.entries((n.cluster || {}).consumer_flows || {})) add(n.name, at, count);
+  }
   for (const c of consumers) {
-    const at = (c.channel_details || {}).node;
     const home = homes.get(`${(c.queue || {}).vhost}/${(c.queue || {}).name}`);
-    if (byNode.has(at)) byNode.get(at).consumers += 1;
-    if (at && home && at !== home) flows.set(`${home}>${at}`, (flows.get(`${home}>${at}`) || 0) + 1);
+    if (!reporting.has(home)) add(home, (c.channel_details || {}).node, 1);
   }
   return { byNode, flows, links };
 }
