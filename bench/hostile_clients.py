@@ -19,6 +19,7 @@ a shared machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import os
 import socket
@@ -47,13 +48,11 @@ def _frame_max_violations(node: NodeProcess, stop: Event) -> None:
     port = node.ports["amqp"]
     big = method_frame(1, m.BasicPublish(routing_key="q"))[7:-1] + b"\x00" * 100_000
     while not stop.is_set():
-        try:
-            with connect(port) as sock:
-                handshake(sock, frame_max=4096)
-                sock.sendall(struct.pack(">BHI", 1, 1, len(big)) + big + b"\xce")
-                read_close(sock)
-        except OSError:
-            pass  # reset by the node, which slows this address: connect again
+        # A reset from the node, which slows this address: connect again.
+        with contextlib.suppress(OSError), connect(port) as sock:
+            handshake(sock, frame_max=4096)
+            sock.sendall(struct.pack(">BHI", 1, 1, len(big)) + big + b"\xce")
+            read_close(sock)
 
 
 def _never_reading_consumer(node: NodeProcess, stop: Event) -> None:
@@ -79,10 +78,8 @@ def _slowloris(node: NodeProcess, stop: Event) -> None:
 def _abandoned(node: NodeProcess, stop: Event) -> None:
     held = []
     for index in range(5000):
-        try:
+        with contextlib.suppress(OSError):  # reset by the node, which slows this address
             held.append(abandon_mid_handshake(node.ports["amqp"], index))
-        except OSError:
-            pass  # reset by the node, which slows this address
     stop.wait()
     for sock in held:
         sock.close()
