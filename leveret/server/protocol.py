@@ -31,6 +31,10 @@ FRAMES_PER_TURN = 300
 # A publisher to a queue whose consumers fall behind gets a tenth of that: on an idle node turns
 # come quickly and it hardly slows down; on a saturated one the consumers' acks get the time.
 CONGESTED_FRAMES_PER_TURN = 30
+# Bytes a connection waiting for admission may have sent: uvloop reads a new socket once even
+# when it is paused at once, and a client that sends more than a protocol header before the
+# node has spoken is no client.
+HELD_BYTES_LIMIT = 4096
 
 
 class AMQPProtocol(asyncio.Protocol):
@@ -41,6 +45,7 @@ class AMQPProtocol(asyncio.Protocol):
         self.admission = admission
         self._address = ""
         self._held = False  # waiting for admission: not read until admitted
+        self._held_data: list[bytes] = []  # read before the pause took hold
         self._bytes_seen = False
         self._handshake_expired = False
         self.loop = asyncio.get_running_loop()
@@ -88,6 +93,17 @@ class AMQPProtocol(asyncio.Protocol):
     def admit(self) -> None:
         self._held = False
         self._update_reading()
+        if self._held_data:
+            data = b"".join(self._held_data)
+            self._held_data.clear()
+            self.data_received(data)
+
+    def _hold_data(self, data: bytes) -> None:
+        self._held_data.append(data)
+        if sum(map(len, self._held_data)) > HELD_BYTES_LIMIT:
+            self.reset()
+        elif self.transport is not None:
+            self.transport.pause_reading()
 
     def reset(self) -> None:
         self._closing = True
@@ -114,6 +130,9 @@ class AMQPProtocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self._last_received = time.monotonic()
         self._bytes_seen = True
+        if self._held:
+            self._hold_data(data)
+            return
         if self.session is not None and not self._closing:
             self.session.data_received(data, self._budget())
             self._after_turn()
