@@ -30,11 +30,12 @@ DEFAULT_MAX_UNCONFIRMED = 10_000
 # address: behind a Kubernetes Service or a NAT many clients share one, and reconnecting at
 # once after a restart is no abuse. 100 failed connections a minute is far more than a few
 # misconfigured clients retrying every few seconds; a marked address still gets 50 new
-# connections a second, at under 2% of a core of handshake work.
+# connections a second, at under 2% of a core of handshake work. Ten seconds' worth may wait:
+# longer, the handshake timeout would close them anyway.
 DEFAULT_ADMISSION_FAILURES = 100
 DEFAULT_ADMISSION_WINDOW = 60
 DEFAULT_ADMISSION_RATE = 50
-DEFAULT_ADMISSION_MAX_HELD = 1000
+DEFAULT_ADMISSION_MAX_HELD = 500
 
 
 def short_hostname() -> str:
