@@ -107,6 +107,31 @@ def test_an_address_whose_connections_fail_is_slowed(node: NodeProcess) -> None:
         _close_all(socks)
 
 
+def test_refused_logins_count_as_failures(node: NodeProcess) -> None:
+    port = node.ports["amqp"]
+    wrong = method_frame(
+        0,
+        m.ConnectionStartOk(
+            {"capabilities": {"authentication_failure_close": True}},
+            "PLAIN",
+            b"\x00guest\x00wrong",
+            "en_US",
+        ),
+    )
+    for _ in range(FAILURES + 3):
+        with connect(port, source="127.0.0.8") as sock:
+            sock.sendall(PROTOCOL_HEADER)
+            read_frame(sock)  # connection.start
+            sock.sendall(wrong)
+            close = read_close(sock)
+            assert close is not None and close.reply_code == 403
+    socks = _open_with_header(port, "127.0.0.8", 8)
+    try:
+        assert not all(_started(sock, 0.05) for sock in socks)
+    finally:
+        _close_all(socks)
+
+
 def test_an_address_that_behaves_is_not_slowed_however_fast_it_connects(
     node: NodeProcess,
 ) -> None:
