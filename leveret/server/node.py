@@ -228,7 +228,11 @@ class Node:
             "AMQPS",
             port,
             loop.create_server(
-                lambda: TLSAcceptor(context, lambda: AMQPProtocol(self.broker, self.admission)),
+                lambda: TLSAcceptor(
+                    context,
+                    lambda: AMQPProtocol(self.broker, self.admission, admitted=True),
+                    self.admission,
+                ),
                 config.bind,
                 port,
                 reuse_address=True,

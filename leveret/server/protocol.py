@@ -40,9 +40,12 @@ HELD_BYTES_LIMIT = 4096
 class AMQPProtocol(asyncio.Protocol):
     """Owns the socket. Output is gathered and written once per event-loop pass."""
 
-    def __init__(self, broker: Broker, admission: Admission | None = None) -> None:
+    def __init__(
+        self, broker: Broker, admission: Admission | None = None, *, admitted: bool = False
+    ) -> None:
         self.broker = broker
         self.admission = admission
+        self._admitted = admitted  # by the TLS listener, before its handshake
         self._address = ""
         self._held = False  # waiting for admission: not read until admitted
         self._held_data: list[bytes] = []  # read before the pause took hold
@@ -83,8 +86,12 @@ class AMQPProtocol(asyncio.Protocol):
         # RabbitMQ's handshake_timeout (10 s): a client that never completes the handshake goes.
         self._handshake_timer = self.loop.call_later(10.0, self._handshake_timed_out)
         self._address = peer[0]
-        admission = self.admission
-        if admission is not None and not admission.arrived(self._address, self):
+        admission, admitted_before = self.admission, self._admitted
+        if (
+            admission is not None
+            and not admitted_before
+            and not admission.arrived(self._address, self)
+        ):
             self._held = not self._closing  # not reset: it waits its turn, unread
             self._update_reading()
 
