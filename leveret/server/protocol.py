@@ -120,7 +120,8 @@ class AMQPProtocol(asyncio.Protocol):
 
     @property
     def gone(self) -> bool:
-        return self._closing
+        transport = self.transport
+        return self._closing or (transport is not None and transport.is_closing())
 
     def _failed(self) -> bool:
         """Whether the connection ended for its client's fault: an error the node closed it
