@@ -5,9 +5,10 @@ client and for all of them at once, the rate alone just before, the rate beside 
 ratio (the README records them). The hostile clients: 5,000 connections abandoned
 mid-handshake, 100 slowloris clients (reopened as the node closes them), a consumer that never
 reads its deliveries with a publisher feeding it, and a client that connects and sends a frame
-above frame_max in a tight loop. They connect from the measuring client's own address: the node
-slows that address's new connections, and the measuring client, connected before they start,
-must keep its rate.
+above frame_max in a tight loop. Each connects from an address of its own (127.0.0.2 to
+127.0.0.5, as hostile clients on other hosts would; the never-reading consumer's publisher is a
+plain client on 127.0.0.1), so that the node slowing one of them does not hold back another;
+the measuring client connects from 127.0.0.1 before them.
 
 Each hostile client runs in a process of its own at nice 19 (`--no-nice` to run them at the
 measuring client's priority): on a two-core machine the attackers' own Python processes would
@@ -43,20 +44,22 @@ from tests.hostile.clients import (
 )
 from tests.support.node import NodeProcess
 
+ABANDONING, SLOWLORIS, NEVER_READING, OVERSIZING = (f"127.0.0.{n}" for n in range(2, 6))
+
 
 def _frame_max_violations(node: NodeProcess, stop: Event) -> None:
     port = node.ports["amqp"]
     big = method_frame(1, m.BasicPublish(routing_key="q"))[7:-1] + b"\x00" * 100_000
     while not stop.is_set():
         # A reset from the node, which slows this address: connect again.
-        with contextlib.suppress(OSError), connect(port) as sock:
+        with contextlib.suppress(OSError), connect(port, source=OVERSIZING) as sock:
             handshake(sock, frame_max=4096)
             sock.sendall(struct.pack(">BHI", 1, 1, len(big)) + big + b"\xce")
             read_close(sock)
 
 
 def _never_reading_consumer(node: NodeProcess, stop: Event) -> None:
-    sock = connect(node.ports["amqp"])
+    sock = connect(node.ports["amqp"], source=NEVER_READING)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
     handshake(sock)
     publisher = pika.BlockingConnection(pika.URLParameters(node.url))
@@ -70,7 +73,7 @@ def _never_reading_consumer(node: NodeProcess, stop: Event) -> None:
 
 def _slowloris(node: NodeProcess, stop: Event) -> None:
     while not stop.is_set():
-        wave = Slowloris(node.ports["amqp"], clients=100, interval=1.0)
+        wave = Slowloris(node.ports["amqp"], clients=100, interval=1.0, source=SLOWLORIS)
         wave.wait(20)
         wave.stop()
 
@@ -79,7 +82,7 @@ def _abandoned(node: NodeProcess, stop: Event) -> None:
     held = []
     for index in range(5000):
         with contextlib.suppress(OSError):  # reset by the node, which slows this address
-            held.append(abandon_mid_handshake(node.ports["amqp"], index))
+            held.append(abandon_mid_handshake(node.ports["amqp"], index, ABANDONING))
     stop.wait()
     for sock in held:
         sock.close()

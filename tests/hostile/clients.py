@@ -122,8 +122,10 @@ class Slowloris:
     """Clients that send the protocol header one byte at a time, slower and slower, and never
     finish it; `closed_after` records how long the node let each of them live."""
 
-    def __init__(self, port: int, clients: int, interval: float = 1.0) -> None:
-        self.socks = [connect(port) for _ in range(clients)]
+    def __init__(
+        self, port: int, clients: int, interval: float = 1.0, source: str = "127.0.0.1"
+    ) -> None:
+        self.socks = [connect(port, source=source) for _ in range(clients)]
         self.opened = time.monotonic()
         self.closed_after: list[float] = []
         self._interval = interval
