@@ -26,6 +26,16 @@ DEFAULT_AMQPS_PORT = 5671
 CERT_LOGIN_FIELDS = ("distinguished_name", "common_name")
 # Publishes a connection may leave unconfirmed before it is paused (see session.py).
 DEFAULT_MAX_UNCONFIRMED = 10_000
+# Admission of new connections (server/admission.py). Failures, not connection rates, mark an
+# address: behind a Kubernetes Service or a NAT many clients share one, and reconnecting at
+# once after a restart is no abuse. 100 failed connections a minute is far more than a few
+# misconfigured clients retrying every few seconds; a marked address still gets 50 new
+# connections a second, at under 2% of a core of handshake work. Ten seconds' worth may wait:
+# longer, the handshake timeout would close them anyway.
+DEFAULT_ADMISSION_FAILURES = 100
+DEFAULT_ADMISSION_WINDOW = 60
+DEFAULT_ADMISSION_RATE = 50
+DEFAULT_ADMISSION_MAX_HELD = 500
 
 
 def short_hostname() -> str:
@@ -87,6 +97,14 @@ class Config:
     consumer_timeout: int = DEFAULT_CONSUMER_TIMEOUT_MS
     # Publishes a connection may have unconfirmed before it is read no further (0: no cap).
     max_unconfirmed_per_connection: int = DEFAULT_MAX_UNCONFIRMED
+    # Failed connections (an error the node closed them for, a handshake abandoned or timed
+    # out) from one address within the window (seconds) that mark it (0: never); a marked
+    # address's new connections are read at the rate a second, up to max_held wait, the rest
+    # are reset.
+    admission_failures: int = DEFAULT_ADMISSION_FAILURES
+    admission_window: int = DEFAULT_ADMISSION_WINDOW
+    admission_rate: int = DEFAULT_ADMISSION_RATE
+    admission_max_held: int = DEFAULT_ADMISSION_MAX_HELD
     # HTTPS for the management API, and /metrics on ports of its own (RabbitMQ's
     # management.ssl.*, prometheus.tcp.port and prometheus.ssl.*).
     management_ssl: HttpsListener | None = None
@@ -529,6 +547,27 @@ SETTINGS: dict[str, Setting] = {
         "a whole number of messages (0: no cap)",
         "stop reading a confirm publisher with this many publishes unconfirmed, until half "
         "are confirmed",
+    ),
+    "admission_failures": Setting(
+        _in_range(0, 2**31),
+        "a whole number of connections (0: never slow an address)",
+        "failed connections from one address within admission_window that slow its new "
+        "connections: errors the node closed them for, handshakes abandoned or timed out",
+    ),
+    "admission_window": Setting(
+        _in_range(1, 86400),
+        "a whole number of seconds from 1 to 86400",
+        "the sliding window in which admission_failures are counted",
+    ),
+    "admission_rate": Setting(
+        _in_range(1, 1_000_000),
+        "a whole number of connections a second",
+        "new connections a second read from a slowed address (a second's worth at once)",
+    ),
+    "admission_max_held": Setting(
+        _in_range(0, 2**31),
+        "a whole number of connections",
+        "new connections of a slowed address that wait their turn; more are reset",
     ),
     "management_ssl": Setting(
         _https_listener("management.ssl", with_only=True),

@@ -142,6 +142,9 @@ class Session:
         # How the cluster names this connection as the owner of its exclusive queues.
         self.owner_tag = f"{broker.config.node_name}/{RUN_ID}/{next(_session_numbers)}"
         self.closed = False
+        # Set when the node closes the connection for the client's fault (any hard error but
+        # 320 CONNECTION_FORCED): admission counts such connections against their address.
+        self.failed = False
         self._released = False
         # Set once our connection.close is out: frames the parser read in the same batch as
         # the one that failed are not handled (only the client's close or close-ok matter).
@@ -431,6 +434,7 @@ class Session:
 
     def _connection_error(self, error: AMQPError, lost_sync: bool) -> None:
         log.info("closing connection from %s:%s: %s", self.peer[0], self.peer[1], error)
+        self.failed = error.code != ReplyCode.CONNECTION_FORCED
         if self.phase in ("starting", "tuning"):
             # RabbitMQ 3.10 answers a broken handshake with silence: it drops the socket after
             # a delay, so that failed logins cannot be retried in a tight loop.

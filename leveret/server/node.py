@@ -20,6 +20,7 @@ from ..persistence import MessageStores
 from ..store import DiskMonitor
 from ..sysexits import EX_CANTCREAT, EX_CONFIG, EX_UNAVAILABLE
 from ..tls import CertificateReloader, TLSConfigError, server_context
+from .admission import Admission, AdmissionSettings
 from .collector import settle_after_start
 from .data_dir_lock import DataDirInUse, DataDirLock
 from .drain import DrainReport, drain
@@ -114,6 +115,15 @@ class Node:
                 EX_CANTCREAT, f"cannot open the data in {path}: {error.strerror or error}"
             ) from None
         self.broker = Broker(config, stores=self.stores)
+        # One for both AMQP listeners: a client that fails on one is slowed on the other.
+        self.admission = Admission(
+            AdmissionSettings(
+                threshold=config.admission_failures,
+                window=float(config.admission_window),
+                rate=float(config.admission_rate),
+                max_held=config.admission_max_held,
+            )
+        )
         self.ports: dict[str, int] = {}
         self._servers: list[asyncio.Server] = []
         self._monitor: MemoryMonitor | None = None
@@ -152,7 +162,7 @@ class Node:
             "AMQP",
             config.amqp_port,
             loop.create_server(
-                lambda: AMQPProtocol(self.broker),
+                lambda: AMQPProtocol(self.broker, self.admission),
                 config.bind,
                 config.amqp_port,
                 reuse_address=True,
@@ -218,7 +228,11 @@ class Node:
             "AMQPS",
             port,
             loop.create_server(
-                lambda: TLSAcceptor(context, lambda: AMQPProtocol(self.broker)),
+                lambda: TLSAcceptor(
+                    context,
+                    lambda: AMQPProtocol(self.broker, self.admission, admitted=True),
+                    self.admission,
+                ),
                 config.bind,
                 port,
                 reuse_address=True,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, cast
 from ..amqp.frames import HEARTBEAT_FRAME
 from ..session import Session
 from ..tls_peer import describe
+from .admission import Admission, reset_transport
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -30,13 +31,26 @@ FRAMES_PER_TURN = 300
 # A publisher to a queue whose consumers fall behind gets a tenth of that: on an idle node turns
 # come quickly and it hardly slows down; on a saturated one the consumers' acks get the time.
 CONGESTED_FRAMES_PER_TURN = 30
+# Bytes a connection waiting for admission may have sent: uvloop reads a new socket once even
+# when it is paused at once, and a client that sends more than a protocol header before the
+# node has spoken is no client.
+HELD_BYTES_LIMIT = 4096
 
 
 class AMQPProtocol(asyncio.Protocol):
     """Owns the socket. Output is gathered and written once per event-loop pass."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(
+        self, broker: Broker, admission: Admission | None = None, *, admitted: bool = False
+    ) -> None:
         self.broker = broker
+        self.admission = admission
+        self._admitted = admitted  # by the TLS listener, before its handshake
+        self._address = ""
+        self._held = False  # waiting for admission: not read until admitted
+        self._held_data: list[bytes] = []  # read before the pause took hold
+        self._bytes_seen = False
+        self._handshake_expired = False
         self.loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
         self.session: Session | None = None
@@ -71,9 +85,62 @@ class AMQPProtocol(asyncio.Protocol):
         self.session = Session(self.broker, self, (peer[0], peer[1]), tls)
         # RabbitMQ's handshake_timeout (10 s): a client that never completes the handshake goes.
         self._handshake_timer = self.loop.call_later(10.0, self._handshake_timed_out)
+        self._address = peer[0]
+        admission, admitted_before = self.admission, self._admitted
+        if (
+            admission is not None
+            and not admitted_before
+            and not admission.arrived(self._address, self)
+        ):
+            self._held = not self._closing  # not reset: it waits its turn, unread
+            self._update_reading()
+
+    # --- admission's Admitted -------------------------------------------------------------
+
+    def admit(self) -> None:
+        self._held = False
+        self._update_reading()
+        if self._held_data:
+            data = b"".join(self._held_data)
+            self._held_data.clear()
+            self.data_received(data)
+
+    def _hold_data(self, data: bytes) -> None:
+        self._held_data.append(data)
+        if sum(map(len, self._held_data)) > HELD_BYTES_LIMIT:
+            self.reset()
+        elif self.transport is not None:
+            self.transport.pause_reading()
+
+    def reset(self) -> None:
+        self._closing = True
+        self._cancel_timers()
+        if self.transport is not None:
+            reset_transport(self.transport)
+
+    @property
+    def gone(self) -> bool:
+        transport = self.transport
+        return self._closing or (transport is not None and transport.is_closing())
+
+    def _failed(self) -> bool:
+        """Whether the connection ended for its client's fault: an error the node closed it
+        for, or a handshake given up or timed out (a probe that sends nothing is neither)."""
+        session = self.session
+        if session is None:
+            return False
+        if session.failed:
+            return True
+        return session.phase != "running" and (self._bytes_seen or self._handshake_expired)
+
+    # --- asyncio.Protocol, continued ------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
         self._last_received = time.monotonic()
+        self._bytes_seen = True
+        if self._held:
+            self._hold_data(data)
+            return
         if self.session is not None and not self._closing:
             self.session.data_received(data, self._budget())
             self._after_turn()
@@ -104,6 +171,7 @@ class AMQPProtocol(asyncio.Protocol):
         """The socket is read while the session allows it and no frames wait their turn."""
         want = self._lingering or (
             self._reading
+            and not self._held
             and not self._turn_pending
             and not self._write_blocked
             and not self._closing
@@ -119,6 +187,8 @@ class AMQPProtocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
         self._cancel_timers()
+        if self.admission is not None and self._failed():
+            self.admission.failed(self._address)
         if self.session is not None:
             self.session.connection_lost()
 
@@ -258,6 +328,7 @@ class AMQPProtocol(asyncio.Protocol):
 
     def _handshake_timed_out(self) -> None:
         self._handshake_timer = None
+        self._handshake_expired = True
         if (
             self.session is not None
             and not self.session.conn.is_open

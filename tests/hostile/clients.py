@@ -29,13 +29,17 @@ def open_fds(pid: int) -> int:
     return len(list(Path(f"/proc/{pid}/fd").iterdir()))
 
 
-def connect(port: int, timeout: float = 5.0) -> socket.socket:
-    return socket.create_connection(("127.0.0.1", port), timeout=timeout)
+def connect(port: int, timeout: float = 5.0, source: str = "127.0.0.1") -> socket.socket:
+    """A socket to the node from `source`: any 127.x.y.z address is this host's own, and the
+    node tells them apart as it would tell apart clients on other hosts."""
+    return socket.create_connection(
+        ("127.0.0.1", port), timeout=timeout, source_address=(source, 0)
+    )
 
 
-def abandon_mid_handshake(port: int, index: int) -> socket.socket:
+def abandon_mid_handshake(port: int, index: int, source: str = "127.0.0.1") -> socket.socket:
     """A connection left at one of the handshake's steps, chosen by `index`."""
-    sock = connect(port, timeout=10.0)
+    sock = connect(port, timeout=10.0, source=source)
     step = index % 3
     if step == 0:
         sock.sendall(PROTOCOL_HEADER[:5])  # part of the protocol header
@@ -118,8 +122,10 @@ class Slowloris:
     """Clients that send the protocol header one byte at a time, slower and slower, and never
     finish it; `closed_after` records how long the node let each of them live."""
 
-    def __init__(self, port: int, clients: int, interval: float = 1.0) -> None:
-        self.socks = [connect(port) for _ in range(clients)]
+    def __init__(
+        self, port: int, clients: int, interval: float = 1.0, source: str = "127.0.0.1"
+    ) -> None:
+        self.socks = [connect(port, source=source) for _ in range(clients)]
         self.opened = time.monotonic()
         self.closed_after: list[float] = []
         self._interval = interval
@@ -152,19 +158,34 @@ class Slowloris:
             sock.close()
 
 
-def round_trips(url: str, seconds: float, payload: bytes = b"x" * 1024) -> int:
-    """How many publish-then-get round trips a well-behaved pika client makes in `seconds`."""
-    conn = pika.BlockingConnection(pika.URLParameters(url))
-    try:
-        channel = conn.channel()
-        queue = channel.queue_declare("", exclusive=True).method.queue
+class RoundTrips:
+    """A well-behaved pika client, connected once, counting its publish-then-get round trips."""
+
+    def __init__(self, url: str, payload: bytes = b"x" * 1024) -> None:
+        self.payload = payload
+        self.conn = pika.BlockingConnection(pika.URLParameters(url))
+        self.channel = self.conn.channel()
+        self.queue = self.channel.queue_declare("", exclusive=True).method.queue
+
+    def count(self, seconds: float) -> int:
+        """How many round trips it makes in `seconds`."""
         done = 0
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            channel.basic_publish("", queue, payload)
-            method, _, body = channel.basic_get(queue, auto_ack=True)
-            assert method is not None and body == payload
+            self.channel.basic_publish("", self.queue, self.payload)
+            method, _, body = self.channel.basic_get(self.queue, auto_ack=True)
+            assert method is not None and body == self.payload
             done += 1
         return done
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def round_trips(url: str, seconds: float, payload: bytes = b"x" * 1024) -> int:
+    """How many publish-then-get round trips a new well-behaved pika client makes in `seconds`."""
+    client = RoundTrips(url, payload)
+    try:
+        return client.count(seconds)
     finally:
-        conn.close()
+        client.close()
