@@ -1,4 +1,4 @@
-"""The node's model: virtual hosts, users and permissions, open sessions, and resource alarms."""
+"""The node's model: virtual hosts, users and permissions, and resource alarms."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .auth import User, check_password
 from .config import Config
@@ -19,9 +18,6 @@ from .persistence import MessageStores
 from .policy_effects import apply_to_exchange, apply_to_queue, follow_policies
 from .queues.remote import HomeLinks
 from .vhost import VirtualHost
-
-if TYPE_CHECKING:
-    from .session import Session
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +36,14 @@ class Broker:
         self.vhosts: dict[str, VirtualHost] = {}
         self.users: dict[str, User] = {}
         self.permissions: dict[tuple[str, str], Permission] = {}  # (user, vhost)
-        self.sessions: set[Session] = set()
         self.alarms: set[str] = set()
         # Draining for a stop (a rolling restart): publishers are blocked as by an alarm.
         self.draining = False
         # Called with whether any alarm is in effect, each time that changes.
         self.alarm_listeners: list[Callable[[bool], None]] = []
+        # Called with what blocks publishers (None once nothing does), each time that changes:
+        # how the open connections hear of alarms and the drain.
+        self.blocking_listeners: list[Callable[[str | None], None]] = []
         self.direct_reply = DirectReplyRegistry()
         # Decides every definition change and applies it to this model, which is never changed
         # here directly (see metadata); set by the node before anything is defined.
@@ -60,7 +58,7 @@ class Broker:
         # Policies, operator policies and parameters: they act on queues and exchanges as they
         # change.
         self.registry = DefinitionsRegistry()
-        follow_policies(self, self.registry)
+        follow_policies(self.vhosts, self.registry)
 
     # --- definitions --------------------------------------------------------------------------
 
@@ -109,16 +107,7 @@ class Broker:
         # RabbitMQ matches permissions unanchored (re:run): '^' and '$' anchor when wanted.
         return bool(pattern) and _search(pattern, resource)
 
-    # --- sessions and alarms ------------------------------------------------------------------
-
-    def session_opened(self, session: Session) -> None:
-        self.sessions.add(session)
-        reason = self._blocking_reason()
-        if reason is not None:
-            session.set_alarm(reason)
-
-    def session_closed(self, session: Session) -> None:
-        self.sessions.discard(session)
+    # --- alarms and the drain -----------------------------------------------------------------
 
     def set_alarm(self, resource: str, active: bool) -> None:
         """A resource alarm (memory, disk) blocks every publishing connection while it lasts."""
@@ -130,21 +119,21 @@ class Broker:
         if bool(self.alarms) == before:
             return
         log.warning("resource alarm %s %s", resource, "set" if active else "cleared")
-        self._tell_sessions()
+        self._tell_blocking()
         for listener in list(self.alarm_listeners):
             listener(bool(self.alarms))
 
     def start_draining(self) -> None:
         """Block every publishing connection for good: the node is about to stop."""
         self.draining = True
-        self._tell_sessions()
+        self._tell_blocking()
 
-    def _tell_sessions(self) -> None:
-        reason = self._blocking_reason()
-        for session in list(self.sessions):
-            session.set_alarm(reason)
+    def _tell_blocking(self) -> None:
+        reason = self.blocking_reason()
+        for listener in list(self.blocking_listeners):
+            listener(reason)
 
-    def _blocking_reason(self) -> str | None:
+    def blocking_reason(self) -> str | None:
         """What connection.blocked says while publishers must wait, None when they need not."""
         if self.draining:
             return "node is draining"

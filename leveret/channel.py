@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import declare_rules as rules
 from . import declares
@@ -31,17 +31,47 @@ from .queues.remote import HomeLink, RemoteQueue
 from .queues.remote_type import RemoteQueueClient
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .broker import Broker
+    from .vhost import VirtualHost
 
 # An unacknowledged delivery: the queue it came from (a handle on it, for a remote queue), its
 # entry, and its consumer (None for get).
 Unacked = tuple[Settles, QueueEntry, Consumer | None]
 
 
+class Connection(Protocol):
+    """The connection a channel belongs to, as far as the channel looks at it."""
+
+    broker: Broker
+    vhost: VirtualHost
+    username: str
+    owner_tag: str
+    frame_max: int
+    writable: bool
+    paused_for_confirms: bool
+    publishes_to_congested_queue: bool
+
+    def write(self, data: bytes) -> None: ...
+
+    def client_capability(self, name: str) -> bool: ...
+
+    def check_exclusive_access(self, queue: ClassicQueue, method: tuple[int, int]) -> None: ...
+
+    def throttle(self, queue: ClassicQueue | HomeLink) -> None: ...
+
+    def confirms_sent(self) -> None: ...
+
+    def wait_then(
+        self, channel: Channel, pending: Awaitable[Any], then: Callable[[Any], None]
+    ) -> None: ...
+
+    def fail_channel(self, channel: Channel, error: AMQPError) -> None: ...
+
+
 class Channel:
     """Handles the methods of one open channel; writes replies through its session."""
 
-    def __init__(self, session: Session, number: int) -> None:
+    def __init__(self, session: Connection, number: int) -> None:
         self.session = session
         self.number = number
         self.vhost = session.vhost
@@ -240,6 +270,10 @@ class Channel:
 
     def remote_client(self, remote: RemoteQueue, method: m.Method) -> RemoteQueueClient:
         return RemoteQueueClient(remote, self.session.broker.links, self, method.ids)
+
+    def wait_then(self, pending: Awaitable[Any], then: Callable[[Any], None]) -> None:
+        """Hold this connection's later frames until `pending` is done, then call `then`."""
+        self.session.wait_then(self, pending, then)
 
     def _wait(self, pending: Pending) -> None:
         """Hold this connection's later frames while a queue's home node answers."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import declare_rules as rules
 from . import metadata_commands as commands
@@ -29,9 +29,43 @@ from .names import RUN_ID
 from .queues.remote import RemoteQueue, RequestKind
 
 if TYPE_CHECKING:
-    from .channel import Channel
+    from .broker import Broker
+    from .queues.classic import ClassicQueue
+    from .queues.remote_type import RemoteQueueClient
+    from .vhost import VirtualHost
 
 log = logging.getLogger(__name__)
+
+
+class DeclaringConnection(Protocol):
+    """The connection a declare came on, as far as declares look at it."""
+
+    @property
+    def broker(self) -> Broker: ...
+
+    @property
+    def owner_tag(self) -> str: ...
+
+
+class Declaring(Protocol):
+    """The channel a declare came on: its vhost, its connection, where its answer goes."""
+
+    last_queue_name: str | None
+
+    @property
+    def session(self) -> DeclaringConnection: ...
+
+    @property
+    def vhost(self) -> VirtualHost: ...
+
+    def reply(self, method: m.Method) -> None: ...
+
+    def wait_then(self, pending: Awaitable[Any], then: Callable[[Any], None]) -> None: ...
+
+    def remote_client(self, remote: RemoteQueue, method: m.Method) -> RemoteQueueClient: ...
+
+    def check_deletable(self, queue: ClassicQueue, method: m.QueueDelete) -> None: ...
+
 
 # How many times a declare is made again when the queue it found is deleted before its
 # declare-ok (each time needs another client's delete in that window).
@@ -67,7 +101,7 @@ async def _barrier(metadata: MetadataStore, timeout_text: str, method: tuple[int
 
 
 def when_current(
-    channel: Channel,
+    channel: Declaring,
     metadata: MetadataStore,
     again: Callable[[], None],
     timeout_text: str,
@@ -82,15 +116,15 @@ def when_current(
     if not metadata.may_lag:
         again()
         return
-    channel.session.wait_then(channel, _barrier(metadata, timeout_text, method), lambda _: again())
+    channel.wait_then(_barrier(metadata, timeout_text, method), lambda _: again())
 
 
-def _reply_unless(channel: Channel, no_wait: bool, method: m.Method) -> None:
+def _reply_unless(channel: Declaring, no_wait: bool, method: m.Method) -> None:
     if not no_wait:
         channel.reply(method)
 
 
-def _answer(channel: Channel, ok: m.Method | None) -> None:
+def _answer(channel: Declaring, ok: m.Method | None) -> None:
     """Send `ok`, the reply of a binding method (None when the client asked for no-wait)."""
     if ok is not None:
         channel.reply(ok)
@@ -100,7 +134,7 @@ def _answer(channel: Channel, ok: m.Method | None) -> None:
 
 
 def exchange_declare(
-    channel: Channel, metadata: MetadataStore, method: m.ExchangeDeclare, *, current: bool = False
+    channel: Declaring, metadata: MetadataStore, method: m.ExchangeDeclare, *, current: bool = False
 ) -> None:
     vhost = channel.vhost
     name = rules.strip_cr_lf(method.exchange)
@@ -132,13 +166,13 @@ def exchange_declare(
             existing = commands.exchange_decl(commands.replied_exchange(reply))
             rules.check_exchange_equivalence(name, existing, requested, vhost.name, method.ids)
 
-    channel.session.wait_then(
-        channel, decide(), lambda _: _reply_unless(channel, method.no_wait, m.ExchangeDeclareOk())
+    channel.wait_then(
+        decide(), lambda _: _reply_unless(channel, method.no_wait, m.ExchangeDeclareOk())
     )
 
 
 def exchange_delete(
-    channel: Channel, metadata: MetadataStore, method: m.ExchangeDelete, *, current: bool = False
+    channel: Declaring, metadata: MetadataStore, method: m.ExchangeDelete, *, current: bool = False
 ) -> None:
     vhost = channel.vhost
     name = rules.strip_cr_lf(method.exchange)
@@ -170,8 +204,8 @@ def exchange_delete(
                 f"{rules.describe('exchange', name, vhost.name)} in use", method.ids
             )
 
-    channel.session.wait_then(
-        channel, decide(), lambda _: _reply_unless(channel, method.no_wait, m.ExchangeDeleteOk())
+    channel.wait_then(
+        decide(), lambda _: _reply_unless(channel, method.no_wait, m.ExchangeDeleteOk())
     )
 
 
@@ -179,7 +213,7 @@ def exchange_delete(
 
 
 def bind(
-    channel: Channel,
+    channel: Declaring,
     metadata: MetadataStore,
     source: str,
     destination: str,
@@ -237,11 +271,11 @@ def bind(
         if reply["status"] == "not_found":
             check(reply.get("missing") != "source", reply.get("missing") != "destination")
 
-    channel.session.wait_then(channel, decide(), lambda _: _answer(channel, ok))
+    channel.wait_then(decide(), lambda _: _answer(channel, ok))
 
 
 def unbind(
-    channel: Channel,
+    channel: Declaring,
     metadata: MetadataStore,
     source: str,
     destination: str,
@@ -271,14 +305,14 @@ def unbind(
         return
     command = commands.unbind(vhost.name, binding)
     pending = _decide(metadata, command, text, method.ids)
-    channel.session.wait_then(channel, pending, lambda _: _answer(channel, ok))
+    channel.wait_then(pending, lambda _: _answer(channel, ok))
 
 
 # --- queues -------------------------------------------------------------------------------------
 
 
 def queue_declare(
-    channel: Channel,
+    channel: Declaring,
     metadata: MetadataStore,
     method: m.QueueDeclare,
     *,
@@ -364,11 +398,11 @@ def queue_declare(
             owner = record.exclusive_owner
             check(commands.queue_decl(record), session if owner == session.owner_tag else owner)
 
-    session.wait_then(channel, decide(), declared)
+    channel.wait_then(decide(), declared)
 
 
 def _remote_declare_ok(
-    channel: Channel,
+    channel: Declaring,
     metadata: MetadataStore,
     remote: RemoteQueue,
     method: m.QueueDeclare,
@@ -402,11 +436,11 @@ def _remote_declare_ok(
         elif not method.no_wait:
             channel.reply(m.QueueDeclareOk(remote.name, *found))
 
-    channel.session.wait_then(channel, counts(), answer)
+    channel.wait_then(counts(), answer)
 
 
 def _place(
-    channel: Channel, metadata: MetadataStore, name: str, arguments: dict[str, Any]
+    channel: Declaring, metadata: MetadataStore, name: str, arguments: dict[str, Any]
 ) -> tuple[str, str]:
     """The home node of a new queue and that node's run: the x-queue-leader-locator argument,
     else the queue-leader-locator policy key, else the node's configured default decides."""
@@ -436,7 +470,7 @@ def _place(
 
 
 def queue_delete(
-    channel: Channel,
+    channel: Declaring,
     metadata: MetadataStore,
     name: str,
     method: m.QueueDelete,
@@ -473,11 +507,11 @@ def queue_delete(
     def deleted(_: object) -> None:
         _reply_unless(channel, method.no_wait, m.QueueDeleteOk(queue.deleted_message_count))
 
-    session.wait_then(channel, pending, deleted)
+    channel.wait_then(pending, deleted)
 
 
 def _delete_remote(
-    channel: Channel, metadata: MetadataStore, remote: RemoteQueue, method: m.QueueDelete
+    channel: Declaring, metadata: MetadataStore, remote: RemoteQueue, method: m.QueueDelete
 ) -> None:
     """Deleting a queue homed elsewhere: its home node's counts decide if-unused and if-empty
     (and say how many messages went with it); the cluster decides the deletion."""
@@ -513,8 +547,7 @@ def _delete_remote(
         )
         return status.message_count
 
-    channel.session.wait_then(
-        channel,
+    channel.wait_then(
         delete(),
         lambda count: _reply_unless(channel, method.no_wait, m.QueueDeleteOk(count)),
     )

@@ -3,26 +3,31 @@
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .amqp.errors import precondition_failed
 from .amqp.properties import encode_header_payload
 from .message import Message
 
-if TYPE_CHECKING:
-    from .channel import Channel
-
 REPLY_QUEUE = "amq.rabbitmq.reply-to"
 REPLY_PREFIX = REPLY_QUEUE + "."
+
+
+class Requester(Protocol):
+    """A channel consuming from the pseudo-queue: replies go straight to it."""
+
+    closed: bool
+
+    def deliver_reply(self, message: Message) -> None: ...
 
 
 class DirectReplyRegistry:
     """The node's channels that consume from the pseudo-queue, by the suffix their replies carry."""
 
     def __init__(self) -> None:
-        self._channels: dict[str, Channel] = {}
+        self._channels: dict[str, Requester] = {}
 
-    def register(self, channel: Channel) -> str:
+    def register(self, channel: Requester) -> str:
         suffix = secrets.token_urlsafe(18)
         self._channels[suffix] = channel
         return suffix
@@ -30,7 +35,7 @@ class DirectReplyRegistry:
     def unregister(self, suffix: str) -> None:
         self._channels.pop(suffix, None)
 
-    def channel_for(self, routing_key: str) -> Channel | None:
+    def channel_for(self, routing_key: str) -> Requester | None:
         return self._channels.get(routing_key[len(REPLY_PREFIX) :])
 
 

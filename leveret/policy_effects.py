@@ -1,21 +1,22 @@
 """Applying stored policies to a vhost's queues and exchanges, through the core's own resolution.
 
 `DefinitionsRegistry` only stores policies; this is the bridge that makes them act, using the
-queue's `apply_settings` and the core's `resolve` table. Subscribe it to the registry and call
-`apply_to_queue` when a queue is declared (see the lead's notes); the core owns the semantics.
+queue's `apply_settings` and the core's `resolve` table. The broker subscribes it to the registry
+and calls `apply_to_queue` when a queue is declared; the core owns the semantics.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from .definitions_registry import DefinitionsRegistry
 from .queues.settings import resolve
 
 if TYPE_CHECKING:
-    from .broker import Broker
     from .exchanges.exchange import Exchange
     from .queues.classic import ClassicQueue
+    from .vhost import VirtualHost
 
 
 def apply_to_queue(registry: DefinitionsRegistry, queue: ClassicQueue) -> None:
@@ -44,9 +45,11 @@ def apply_to_exchange(registry: DefinitionsRegistry, vhost: str, exchange: Excha
     exchange.policy_alternate_exchange = alternate if isinstance(alternate, str) else None
 
 
-def apply_policies(broker: Broker, registry: DefinitionsRegistry, vhost_name: str) -> None:
+def apply_policies(
+    vhosts: Mapping[str, VirtualHost], registry: DefinitionsRegistry, vhost_name: str
+) -> None:
     """Recompute every queue's and exchange's effective policy in one vhost."""
-    vhost = broker.vhosts.get(vhost_name)
+    vhost = vhosts.get(vhost_name)
     if vhost is None:
         return
     for queue in list(vhost.queues.values()):
@@ -56,11 +59,11 @@ def apply_policies(broker: Broker, registry: DefinitionsRegistry, vhost_name: st
         apply_to_exchange(registry, vhost_name, exchange)
 
 
-def follow_policies(broker: Broker, registry: DefinitionsRegistry) -> None:
+def follow_policies(vhosts: Mapping[str, VirtualHost], registry: DefinitionsRegistry) -> None:
     """Re-apply a vhost's policies whenever a policy or operator policy of it changes."""
 
     def changed(what: str, vhost: str) -> None:
         if what in ("policy", "operator_policy"):
-            apply_policies(broker, registry, vhost)
+            apply_policies(vhosts, registry, vhost)
 
     registry.subscribe(changed)

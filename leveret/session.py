@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import platform
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -235,7 +237,7 @@ class Session:
                     delete_queue_command(self.vhost.name, name, self.owner_tag)
                 )
         self.exclusive_queues.clear()
-        self.broker.session_closed(self)
+        open_sessions(self.broker).discard(self)
 
     def write(self, data: bytes) -> None:
         self.transport.write(data)
@@ -556,13 +558,16 @@ class Session:
         self.vhost = vhost
         self.phase = "running"
         self.write(method_frame(0, m.ConnectionOpenOk()))
-        self.broker.session_opened(self)
+        open_sessions(self.broker).add(self)
+        reason = self.broker.blocking_reason()
+        if reason is not None:
+            self.set_alarm(reason)
 
     def _check_connection_limits(self, vhost: str, method: tuple[int, int]) -> None:
         """RabbitMQ's max-connections of the vhost, then of the user, counted across the
         cluster (the other nodes' connections as gossip last reported them)."""
         broker = self.broker
-        registry, sessions, elsewhere = broker.registry, broker.sessions, broker.peer_clients
+        registry, sessions, elsewhere = broker.registry, open_sessions(broker), broker.peer_clients
         limit = limit_of(registry.vhost_limits.get(vhost), "max-connections")
         if limit is not None:
             here = sum(1 for s in sessions if s.vhost is not None and s.vhost.name == vhost)
@@ -580,7 +585,7 @@ class Session:
         limit = limit_of(self.broker.registry.user_limits.get(user), "max-channels")
         if limit is None:
             return
-        opened = sum(len(s.channels) for s in self.broker.sessions if s.username == user)
+        opened = sum(len(s.channels) for s in open_sessions(self.broker) if s.username == user)
         if opened + self.broker.peer_clients("user_channels", user) >= limit:
             raise user_channels_refused(user, limit, method)
 
@@ -596,6 +601,24 @@ class Session:
     def awaiting_confirms(self) -> bool:
         """Whether a channel owes its publisher confirms for publishes it has read."""
         return any(channel.awaiting_confirms() for channel in self.channels.values())
+
+
+# Each broker's open connections; the broker's model below them knows nothing of connections.
+_OPEN: weakref.WeakKeyDictionary[Broker, set[Session]] = weakref.WeakKeyDictionary()
+
+
+def open_sessions(broker: Broker) -> set[Session]:
+    """The broker's open connections (those past connection.open), told of its alarms."""
+    sessions = _OPEN.get(broker)
+    if sessions is None:
+        sessions = _OPEN[broker] = set()
+        broker.blocking_listeners.append(functools.partial(_block, sessions))
+    return sessions
+
+
+def _block(sessions: set[Session], reason: str | None) -> None:
+    for session in list(sessions):
+        session.set_alarm(reason)
 
 
 def _answers_our_close(event: Event) -> bool:

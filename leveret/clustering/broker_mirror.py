@@ -42,6 +42,8 @@ from proto.metadata_schema import (
     VhostDeleted,
 )
 
+from ..session import open_sessions
+
 log = logging.getLogger(__name__)
 
 
@@ -298,7 +300,7 @@ class BrokerMirror:
         owner_tag = record.exclusive_owner
         owner = None
         if owner_tag is not None:
-            owner = next((s for s in self._broker.sessions if s.owner_tag == owner_tag), None)
+            owner = next((s for s in open_sessions(self._broker) if s.owner_tag == owner_tag), None)
         gone = owner_tag is not None and (owner is None or owner.closed)
         if gone or (not record.durable and record.home_run != RUN_ID):
             # Its connection or the node's run that declared it is over: the queue goes, as in

@@ -19,6 +19,8 @@ from leveret.names import RUN_ID
 from leveret.server.memory_monitor import resident_bytes
 from leveret.store.disk_monitor import free_bytes_of
 
+from ..session import open_sessions
+
 # Reports carry at most this many queues (the busiest), so a probe stays small.
 MAX_QUEUES_REPORTED = 500
 MAX_LINKS_REPORTED = 500
@@ -92,7 +94,7 @@ def _consumer_flows(
 def _clients(broker: Any) -> tuple[ClientCount, ...]:
     """Connections by vhost and by user, channels by user (of connections past their open)."""
     counts: Counter[tuple[str, str]] = Counter()
-    for session in list(broker.sessions):
+    for session in list(open_sessions(broker)):
         if session.vhost is None:
             continue
         counts["vhost", session.vhost.name] += 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from ..session import open_sessions
 from .access import login_vhosts, require_vhost, sees_user_objects
 from .connection_view import (
     channel_json,
@@ -26,7 +27,7 @@ CLOSED_BY_MANAGEMENT = "Closed via management plugin"
 
 def _sessions(ctx: Context, vhost: str | None = None) -> Iterator[Session]:
     ctx.state.observe()
-    for session in list(ctx.broker.sessions):
+    for session in list(open_sessions(ctx.broker)):
         if session.closed or session.vhost is None:
             continue
         if vhost is not None and session.vhost.name != vhost:
@@ -59,7 +60,7 @@ def list_vhost_connections(ctx: Context) -> Reply:
 def _connection(ctx: Context) -> Session:
     wanted = ctx.param("name")
     ctx.state.observe()
-    for session in list(ctx.broker.sessions):
+    for session in list(open_sessions(ctx.broker)):
         if (
             session.vhost is not None
             and not session.closed
@@ -112,7 +113,7 @@ def list_vhost_channels(ctx: Context) -> Reply:
 def show_channel(ctx: Context) -> Reply:
     wanted = ctx.param("name")
     ctx.state.observe()
-    for session in list(ctx.broker.sessions):
+    for session in list(open_sessions(ctx.broker)):
         if session.vhost is None or session.closed:
             continue
         for channel in list(session.channels.values()):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
+from ..session import open_sessions
 from . import metadata_writes
 from .access import require_admin, visible_vhosts
 from .account_bodies import checked_vhost
@@ -34,7 +35,7 @@ def vhost_json(
     }
     # RabbitMQ shows a vhost's statistics once it has queues or connections.
     active = bool(figures) or any(
-        s.vhost is not None and s.vhost.name == name for s in ctx.broker.sessions
+        s.vhost is not None and s.vhost.name == name for s in open_sessions(ctx.broker)
     )
     stats = message_stats(figure, ctx.state, key, had_consumers)
     if stats:

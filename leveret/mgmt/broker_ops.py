@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..auth import hash_password
+from ..session import open_sessions
 
 if TYPE_CHECKING:
     from ..auth import User
@@ -33,7 +34,7 @@ def delete_vhost(broker: Broker, name: str) -> bool:
     vhost = broker.vhosts.get(name)
     if vhost is None:
         return False
-    for session in list(broker.sessions):
+    for session in list(open_sessions(broker)):
         if session.vhost is vhost:
             session.close_forced(f"vhost '{name}' is deleted")
     for queue_name in list(vhost.queues):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .json_values import jsonable, rfc3339_millis
 
@@ -29,8 +29,13 @@ def connection_name(session: Session, state: ManagementState) -> str:
     return f"{session.peer[0]}:{session.peer[1]} -> {host}:{port}"
 
 
+def session_of(channel: Channel) -> Session:
+    """The AMQP connection of a channel (a channel itself types it by the little it uses)."""
+    return cast("Session", channel.session)
+
+
 def channel_name(channel: Channel, state: ManagementState) -> str:
-    return f"{connection_name(channel.session, state)} ({channel.number})"
+    return f"{connection_name(session_of(channel), state)} ({channel.number})"
 
 
 def connection_json(session: Session, state: ManagementState, node: str) -> dict[str, Any]:
@@ -107,7 +112,7 @@ def connection_details(session: Session, state: ManagementState) -> dict[str, An
 
 
 def channel_json(channel: Channel, state: ManagementState, node: str) -> dict[str, Any]:
-    session = channel.session
+    session = session_of(channel)
     return {
         "acks_uncommitted": 0,
         "confirm": channel.confirming,
@@ -160,7 +165,7 @@ def consumer_json(consumer: Consumer, state: ManagementState, node: str) -> dict
 
 
 def _channel_details(channel: Channel, state: ManagementState, node: str) -> dict[str, Any]:
-    session = channel.session
+    session = session_of(channel)
     return {
         "connection_name": connection_name(session, state),
         "name": channel_name(channel, state),

@@ -14,6 +14,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from ..queues.classic import ClassicQueue
+from ..session import open_sessions
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -175,7 +176,7 @@ class QueueReader:
 
     def _unacked_by_queue(self, broker: Broker) -> dict[ClassicQueue, _Held]:
         held: dict[ClassicQueue, _Held] = {}
-        for session in list(broker.sessions):
+        for session in list(open_sessions(broker)):
             for channel in list(session.channels.values()):
                 for queue, entry, _consumer in channel.unacked.values():
                     if not isinstance(queue, ClassicQueue) or queue.stream:

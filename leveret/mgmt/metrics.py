@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import __version__
+from ..session import open_sessions
 from .connection_view import channel_name, connection_name
 from .figures import QueueFigures, total
 from .node_view import COMPATIBLE_RABBITMQ_VERSION, runtime_version
@@ -146,7 +147,7 @@ def _channel_families(
     broker: Broker, state: ManagementState, node_figure: QueueFigures, per_object: bool
 ) -> list[Family]:
     channels = [
-        c for s in list(broker.sessions) if s.vhost is not None for c in s.channels.values()
+        c for s in list(open_sessions(broker)) if s.vhost is not None for c in s.channels.values()
     ]
     gauges = (
         ("rabbitmq_channel_consumers", "Consumers on a channel", lambda c: len(c.consumers)),
@@ -246,7 +247,7 @@ def _channel_families(
 
 
 def _connection_families(broker: Broker, state: ManagementState, per_object: bool) -> list[Family]:
-    sessions = [s for s in list(broker.sessions) if s.vhost is not None and not s.closed]
+    sessions = [s for s in list(open_sessions(broker)) if s.vhost is not None and not s.closed]
     family = Family("rabbitmq_connection_channels", "gauge", "Channels on a connection")
     if per_object:
         for session in sessions:
@@ -259,7 +260,7 @@ def _connection_families(broker: Broker, state: ManagementState, per_object: boo
 
 def _global_families(broker: Broker, node_figure: QueueFigures, consumers: int) -> list[Family]:
     publishers = sum(
-        1 for s in list(broker.sessions) for c in s.channels.values() if not c.consumers
+        1 for s in list(open_sessions(broker)) for c in s.channels.values() if not c.consumers
     )
     received = node_figure.publish
     counters = (
@@ -327,7 +328,7 @@ def metrics_text(broker: Broker, state: ManagementState, *, per_object: bool = F
     node_figure = total(figures.values())
     system = system_figures(config)
     churn = state.churn
-    sessions = [s for s in list(broker.sessions) if s.vhost is not None and not s.closed]
+    sessions = [s for s in list(open_sessions(broker)) if s.vhost is not None and not s.closed]
     consumers = sum(q.consumer_count for q in figures)
     identity = (
         ("rabbitmq_node", config.node_name),

@@ -7,6 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+from ..session import open_sessions
 from .figures import QueueFigures
 from .queue_view import message_stats
 from .rates import with_details
@@ -124,7 +125,7 @@ def overview_json(
     ]
     state.observe()
     node_figure = state.reader.counts(broker, queues)
-    sessions = [s for s in broker.sessions if caller.is_monitor or s.username == caller.name]
+    sessions = [s for s in open_sessions(broker) if caller.is_monitor or s.username == caller.name]
     channels = [c for s in sessions for c in s.channels.values()]
     object_totals: dict[str, int] = {
         "channels": len(channels),
@@ -208,7 +209,7 @@ def node_json(broker: Broker, state: ManagementState, *, memory: bool = False) -
             {
                 "mem_used": system.mem_used,
                 "fd_used": system.fd_used,
-                "sockets_used": len(broker.sessions),
+                "sockets_used": len(open_sessions(broker)),
                 "disk_free": system.disk_free,
             },
             state.rates,

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..session import open_sessions
 from .figures import QueueFigures, QueueReader, total
 from .history import History
 from .rates import SAMPLE_INTERVAL_SECONDS, RateTable
@@ -66,8 +67,8 @@ class Churn:
     _queues: set[int] = field(default_factory=set)
 
     def observe(self, broker: Broker) -> None:
-        sessions = {id(s) for s in broker.sessions}
-        channels = {id(c) for s in broker.sessions for c in s.channels.values()}
+        sessions = {id(s) for s in open_sessions(broker)}
+        channels = {id(c) for s in open_sessions(broker) for c in s.channels.values()}
         queues = {id(q) for v in broker.vhosts.values() for q in v.queues.values()}
         self.connections_opened += len(sessions - self._sessions)
         self.connections_closed += len(self._sessions - sessions)
@@ -224,7 +225,7 @@ class ManagementState:
             {
                 "mem_used": system.mem_used,
                 "fd_used": system.fd_used,
-                "sockets_used": len(broker.sessions),
+                "sockets_used": len(open_sessions(broker)),
                 "disk_free": system.disk_free,
             },
         )

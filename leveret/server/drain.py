@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from ..broker import Broker
+from ..session import open_sessions
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +42,9 @@ async def drain(
     broker.start_draining()
     stop_listening()
     await hand_over_leadership()
-    while loop.time() < deadline and any(s.awaiting_confirms() for s in broker.sessions):
+    while loop.time() < deadline and any(s.awaiting_confirms() for s in open_sessions(broker)):
         await asyncio.sleep(_POLL_SECONDS)
-    sessions = [session for session in broker.sessions if not session.closed]
+    sessions = [session for session in open_sessions(broker) if not session.closed]
     unconfirmed = sum(1 for session in sessions if session.awaiting_confirms())
     for session in sessions:
         session.close_forced(DRAIN_REASON)

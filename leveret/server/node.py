@@ -17,6 +17,7 @@ from ..config import Config, HttpsListener
 from ..consumer_timeout import ConsumerTimeoutSweep
 from ..mgmt import DefinitionsFileError, load_definitions, read_definitions, start_management
 from ..persistence import MessageStores
+from ..session import open_sessions
 from ..store import DiskMonitor
 from ..sysexits import EX_CANTCREAT, EX_CONFIG, EX_UNAVAILABLE
 from ..tls import CertificateReloader, TLSConfigError, server_context
@@ -188,7 +189,7 @@ class Node:
         self._monitor.start()
         self._ack_timeout = ConsumerTimeoutSweep(
             config.consumer_timeout,
-            lambda: (ch for s in self.broker.sessions for ch in s.channels.values()),
+            lambda: (ch for s in open_sessions(self.broker) for ch in s.channels.values()),
         )
         self._ack_timeout.start()
         # As RabbitMQ does, say which memory alarm is in force: a limit above the machine's
@@ -344,7 +345,7 @@ class Node:
                 task.cancel()
         for server in self._servers:
             server.close()
-        for session in list(self.broker.sessions):
+        for session in list(open_sessions(self.broker)):
             session.close_for_shutdown()
         for server in self._servers:
             try:

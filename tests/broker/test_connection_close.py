@@ -17,6 +17,7 @@ import pytest
 
 from leveret.amqp import methods as m
 from leveret.amqp.frames import method_frame
+from leveret.session import open_sessions
 from tests.support.node import InProcessNode, wait_for
 from tests.support.rabbitmq import RabbitNode, rabbitmq  # noqa: F401 - fixture
 from tests.support.raw_client import RawClient
@@ -127,4 +128,4 @@ def test_the_node_forgets_the_connection_when_the_client_closes(node: InProcessN
     _close(client)
     client.sock.shutdown(socket.SHUT_RDWR)
     client.close()
-    wait_for(lambda: not node.call(lambda: list(node.broker.sessions)), 5)
+    wait_for(lambda: not node.call(lambda: list(open_sessions(node.broker))), 5)

@@ -20,6 +20,7 @@ from leveret.clustering.plugin import ClusterPlugin
 from leveret.config import Config
 from leveret.server.node import Node
 from leveret.server.protocol import AMQPProtocol
+from leveret.session import open_sessions
 from tests.fuzz.streams import chunks
 
 # Largest message a fuzzed client may publish here: bounds what one input may make the node keep.
@@ -146,7 +147,7 @@ class NodeTarget:
         protocol.connection_lost(None)
         await self._settle(protocol)
         session = protocol.session
-        assert session is not None and session not in broker.sessions
+        assert session is not None and session not in open_sessions(broker)
         return transport
 
     async def _settle(self, protocol: AMQPProtocol) -> None:

@@ -14,6 +14,7 @@ from leveret.amqp import methods as m
 from leveret.amqp.frames import content_frames, method_frame
 from leveret.amqp.properties import BasicProperties, encode_header_payload
 from leveret.server.protocol import FRAMES_PER_TURN
+from leveret.session import open_sessions
 from tests.support.node import InProcessNode
 from tests.support.raw_client import RawClient
 
@@ -37,7 +38,7 @@ def _most_unconfirmed(node: InProcessNode, publisher_done: threading.Event) -> t
     deadline = time.monotonic() + 60
     while not publisher_done.is_set() and time.monotonic() < deadline:
         seen = node.call(
-            lambda: [(s.unconfirmed(), s.paused_for_confirms) for s in node.broker.sessions]
+            lambda: [(s.unconfirmed(), s.paused_for_confirms) for s in open_sessions(node.broker)]
         )
         for unconfirmed, was_paused in seen:
             most, paused = max(most, unconfirmed), paused or was_paused

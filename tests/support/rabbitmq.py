@@ -297,6 +297,23 @@ def _amqp_ready(port: int) -> bool:
     return True
 
 
+def start_own_epmd(prefix: Sequence[str], epmd: str) -> tuple[subprocess.Popen[bytes], int]:
+    """An epmd of our own on a free port. The port is free when reserved, but another process
+    may take it before epmd binds it (epmd then exits at once): a few fresh ports are tried."""
+    for _attempt in range(3):
+        [port] = _reserve_ports(1)
+        process = subprocess.Popen(
+            [*prefix, epmd, "-port", str(port)],
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        if _wait_epmd_listening(process, port, timeout=10.0):
+            return process, port
+        _terminate(process, 5.0)
+    raise RabbitMQStartError(f"epmd did not listen on port {port}")
+
+
 def _wait_epmd_listening(process: subprocess.Popen[bytes], port: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and process.poll() is None:
@@ -352,24 +369,18 @@ def _start_once(
         cookie,
         plugins,
     )
-    env = _node_env(base, node_name, amqp_port, dist_port, epmd_port, scheduler_one, extra_env)
     prefix = _die_with_parent() + (["taskset", "-c", str(cpu)] if cpu is not None else [])
 
     epmd_process = None
     epmd = _find_epmd()
     if epmd is not None and cluster is None:
         # Our own epmd on our own port: the node never registers with (or starts) a shared one.
-        epmd_process = subprocess.Popen(
-            [*prefix, epmd, "-port", str(epmd_port)],
-            env=env,
-            start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        if not _wait_epmd_listening(epmd_process, epmd_port, timeout=10.0):
-            _terminate(epmd_process, 5.0)
+        try:
+            epmd_process, epmd_port = start_own_epmd(prefix, epmd)
+        except RabbitMQStartError:
             shutil.rmtree(base, ignore_errors=True)
-            raise RabbitMQStartError(f"epmd did not listen on port {epmd_port}")
+            raise
+    env = _node_env(base, node_name, amqp_port, dist_port, epmd_port, scheduler_one, extra_env)
 
     with open(base / "log" / "stdout.log", "wb") as output:
         process = subprocess.Popen(

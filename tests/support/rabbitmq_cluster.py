@@ -21,10 +21,9 @@ from tests.support.rabbitmq import (
     RabbitNode,
     _die_with_parent,
     _find_epmd,
-    _reserve_ports,
     _terminate,
-    _wait_epmd_listening,
     find_rabbitmq,
+    start_own_epmd,
     start_rabbitmq,
 )
 
@@ -84,17 +83,9 @@ def start_rabbitmq_cluster(size: int = 3, extra_config: Sequence[str] = ()) -> R
     epmd = _find_epmd()
     if epmd is None:
         raise RabbitMQStartError("epmd is not installed")
-    [epmd_port] = _reserve_ports(1)
-    epmd_process = subprocess.Popen(
-        [*_die_with_parent(), epmd, "-port", str(epmd_port)],
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    epmd_process, epmd_port = start_own_epmd(_die_with_parent(), epmd)
     cluster = RabbitCluster([], epmd_process)
     try:
-        if not _wait_epmd_listening(epmd_process, epmd_port, timeout=10.0):
-            raise RabbitMQStartError(f"epmd did not listen on port {epmd_port}")
         membership = ClusterMembership(uuid.uuid4().hex.upper(), epmd_port)
         for _ in range(size):
             node = start_rabbitmq(cluster=membership, extra_config=extra_config)

@@ -18,6 +18,7 @@ import pytest
 from pika.exceptions import AMQPConnectionError
 
 from leveret.server.node import StartupError
+from leveret.session import open_sessions
 from leveret.tls import TLSSettings
 from tests.support.certs import Authority, Issued
 from tests.support.node import InProcessNode, wait_for
@@ -195,7 +196,7 @@ def test_clients_refuse_a_server_certificate_that_does_not_verify(
         # pika reports a failed check of the server's certificate as the SSL error itself.
         with pytest.raises((AMQPConnectionError, ssl.SSLError)):
             pika.BlockingConnection(pika_params(node, client_ssl(authority)))
-        assert node.call(lambda: len(node.broker.sessions)) == 0
+        assert node.call(lambda: len(open_sessions(node.broker))) == 0
     finally:
         node.stop()
 
