@@ -37,6 +37,12 @@ log = logging.getLogger(__name__)
 
 # Inbound messages stepped per loop turn before the batch is persisted and sent.
 _MAX_STEPS_PER_TURN = 1024
+# Replies of the latest applied entries kept for a forwarded command whose position arrives
+# after its entry was applied here (see `expect`).
+_RECENT_REPLIES = 256
+
+# Told where a proposal went in the log, (index, term), or why it did not go in.
+AppendedCallback = Callable[[int, int, BaseException | None], None]
 
 
 class StateMachine(Protocol):
@@ -80,7 +86,7 @@ class RaftLoop:
         self._settings = settings or LoopSettings()
         self.applied_index = applied_index
         self._inbox: deque[Message] = deque()
-        self._unproposed: list[tuple[bytes, asyncio.Future[Any]]] = []
+        self._unproposed: list[tuple[bytes, asyncio.Future[Any] | AppendedCallback]] = []
         self._readies: list[Ready] = []
         self._wakeup = asyncio.Event()
         self._changed: asyncio.Future[None] | None = None
@@ -88,6 +94,7 @@ class RaftLoop:
         self._reads: dict[bytes, asyncio.Future[int]] = {}
         self._read_ids = itertools.count(1)
         self._applied_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._recent_replies: deque[tuple[int, int, Any]] = deque(maxlen=_RECENT_REPLIES)
         self._waiter_ids = itertools.count()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -111,8 +118,11 @@ class RaftLoop:
         self._wakeup.set()
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
-        for _, future in [*self._proposals.values(), *self._unproposed]:
-            _fail(future, OutcomeUnknown("the node stopped before the command was applied"))
+        for _, waiting in [*self._proposals.values(), *self._unproposed]:
+            if isinstance(waiting, asyncio.Future):
+                _fail(waiting, OutcomeUnknown("the node stopped before the command was applied"))
+            else:
+                waiting(0, 0, NotLeader(None))  # never appended: the sender may go elsewhere
         for future in self._reads.values():
             _fail(future, ReadAborted("the node stopped"))
         self._proposals.clear()
@@ -140,6 +150,36 @@ class RaftLoop:
         future: asyncio.Future[Any] = _new_future()
         self._unproposed.append((data, future))
         self._wakeup.set()
+        return future
+
+    def propose_forwarded(self, data: bytes, appended: AppendedCallback) -> None:
+        """Propose a command another node forwarded: `appended(index, term, None)` is called as
+        soon as it is in the log, before the entries go out to the followers (the node that
+        forwarded it learns its reply from its own apply, see `expect`); `appended(0, 0,
+        error)` if it was refused. Raises NotLeader at once on a follower."""
+        if self.raft.role is not Role.LEADER:
+            raise NotLeader(self.raft.leader_id)
+        self._unproposed.append((data, appended))
+        self._wakeup.set()
+
+    def expect(self, index: int, term: int) -> asyncio.Future[Any]:
+        """The state machine's reply to the entry at `index`, once applied here, if that entry
+        has `term` (ProposalLost if another entry took its place). For a command this node
+        forwarded to the leader, which told it where the command went."""
+        future: asyncio.Future[Any] = _new_future()
+        if index > self.applied_index:
+            earlier = self._proposals.get(index)
+            if earlier is not None:  # from this node's own time as leader: replaced
+                _fail(earlier[1], ProposalLost("another leader's entry took its place"))
+            self._proposals[index] = (term, future)
+            return future
+        recent = next((item for item in self._recent_replies if item[0] == index), None)
+        if recent is None:
+            future.set_exception(OutcomeUnknown("applied before its reply could be kept"))
+        elif recent[1] != term:
+            future.set_exception(ProposalLost("another leader's entry took its place"))
+        else:
+            future.set_result(_copy_reply(recent[2]))
         return future
 
     def propose_conf_change(self, op: ConfOp, node: str) -> asyncio.Future[Any]:
@@ -237,11 +277,17 @@ class RaftLoop:
         try:
             ready = self.raft.propose_many([data for data, _ in batch])
         except RaftError as refusal:
-            for _, future in batch:
-                _fail(future, refusal)
+            for _, waiting in batch:
+                if isinstance(waiting, asyncio.Future):
+                    _fail(waiting, refusal)
+                else:
+                    waiting(0, 0, refusal)
             return
-        for (_, future), entry in zip(batch, ready.entries[-len(batch) :], strict=True):
-            self._proposals[entry.index] = (entry.term, future)
+        for (_, waiting), entry in zip(batch, ready.entries[-len(batch) :], strict=True):
+            if isinstance(waiting, asyncio.Future):
+                self._proposals[entry.index] = (entry.term, waiting)
+            else:
+                waiting(entry.index, entry.term, None)
         self._take(ready)
 
     async def _handle(self, readies: list[Ready]) -> None:
@@ -311,10 +357,12 @@ class RaftLoop:
                 continue
             reply = self._machine.apply(entry)
             self.applied_index = entry.index
+            self._recent_replies.append((entry.index, entry.term, reply))
             pending = self._proposals.pop(entry.index, None)
             if pending is not None:
                 term, future = pending
                 if term == entry.term:
+                    reply = _copy_reply(reply)
                     if isinstance(reply, dict):
                         # Where it was applied: a follower that forwarded the command waits
                         # to apply it too before its client hears the outcome.
@@ -371,6 +419,11 @@ def _last_entry(readies: list[Ready]) -> Entry | None:
         if ready.entries:
             last = ready.entries[-1]
     return last
+
+
+def _copy_reply(reply: Any) -> Any:
+    # The kept reply stays as the machine gave it; whoever receives it may add to it.
+    return dict(reply) if isinstance(reply, dict) else reply
 
 
 def _new_future() -> asyncio.Future[Any]:
