@@ -69,27 +69,8 @@ class Forwarder:
         leader's entry replaced it (both: safe to submit again), NoQuorum when it was appended
         but not applied here within `timeout`, OutcomeUnknown when no answer came.
         """
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        ident = next(self._ids)
-        answered: asyncio.Future[tuple[int, int] | None] = loop.create_future()
-        self._waiting[ident] = (leader, answered)
-        self._streams.forward(leader, raft_pb2.Forwarded(id=ident, command=data))
-        self._forwarded += 1
-        try:
-            async with asyncio.timeout_at(deadline):
-                position = await answered
-        except TimeoutError:
-            raise OutcomeUnknown(
-                f"leader {leader} did not answer within {timeout:.1f}s; the command may or may "
-                "not have been applied"
-            ) from None
-        finally:
-            self._waiting.pop(ident, None)
-        if position is None:
-            self._sent_back += 1
-            raise NotForwarded(leader)
-        index, term = position
+        deadline = asyncio.get_running_loop().time() + timeout
+        index, term = await self._ask(leader, data, timeout)
         try:
             async with asyncio.timeout_at(deadline):
                 reply = await self._loop.expect(index, term)
@@ -99,6 +80,37 @@ class Forwarder:
                 f"({self._quorum_text()}); it takes effect only if a majority accepts it later"
             ) from None
         return dict(reply) if isinstance(reply, dict) else {"status": "ok"}
+
+    async def read_index(self, leader: str, timeout: float) -> int:
+        """The leader's confirmed read index (Raft's ReadIndex), asked on its stream.
+
+        Raises NotForwarded when the leader did not take the request, OutcomeUnknown when no
+        answer came within `timeout`.
+        """
+        index, _ = await self._ask(leader, b"", timeout)
+        return index
+
+    async def _ask(self, leader: str, command: bytes, timeout: float) -> tuple[int, int]:
+        loop = asyncio.get_running_loop()
+        ident = next(self._ids)
+        answered: asyncio.Future[tuple[int, int] | None] = loop.create_future()
+        self._waiting[ident] = (leader, answered)
+        self._streams.forward(leader, raft_pb2.Forwarded(id=ident, command=command))
+        self._forwarded += 1
+        try:
+            async with asyncio.timeout(timeout):
+                position = await answered
+        except TimeoutError:
+            raise OutcomeUnknown(
+                f"leader {leader} did not answer within {timeout:.1f}s; a command may or may "
+                "not have been applied"
+            ) from None
+        finally:
+            self._waiting.pop(ident, None)
+        if position is None:
+            self._sent_back += 1
+            raise NotForwarded(leader)
+        return position
 
     def statistics(self) -> ForwardingStatistics:
         return ForwardingStatistics(self._forwarded, self._sent_back)
@@ -119,6 +131,9 @@ class Forwarder:
         """Commands (raft_pb2.Forwarded) `follower` forwarded: propose them, answer each."""
         for item in forwarded:
             answer = self._answerer(follower, item.id)
+            if not item.command:
+                self._read(answer)
+                continue
             try:
                 decode_command(item.command)  # refuses what the log must not hold
             except CommandError as error:
@@ -129,6 +144,24 @@ class Forwarder:
                 self._loop.propose_forwarded(item.command, answer)
             except NotLeader as refusal:
                 answer(0, 0, refusal)
+
+    def _read(self, answer: AppendedCallback) -> None:
+        """A read index for a follower (an empty command), answered once confirmed."""
+        try:
+            confirmed = self._loop.read_index()
+        except NotLeader as refusal:
+            answer(0, 0, refusal)
+            return
+
+        def done(future: asyncio.Future[int]) -> None:
+            if future.cancelled():
+                answer(0, 0, NotLeader(None))
+            elif (error := future.exception()) is not None:
+                answer(0, 0, error)
+            else:
+                answer(future.result(), 0, None)
+
+        confirmed.add_done_callback(done)
 
     def refuse(self, follower: str, forwarded: Any, reason: str) -> None:
         """Answer commands (raft_pb2.Forwarded) this node will not propose."""

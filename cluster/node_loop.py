@@ -92,6 +92,8 @@ class RaftLoop:
         self._changed: asyncio.Future[None] | None = None
         self._proposals: dict[int, tuple[int, asyncio.Future[Any]]] = {}
         self._reads: dict[bytes, asyncio.Future[int]] = {}
+        # The read the callers of this turn share, not yet handed to the core.
+        self._open_read: tuple[bytes, asyncio.Future[int]] | None = None
         self._read_ids = itertools.count(1)
         self._applied_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._recent_replies: deque[tuple[int, int, Any]] = deque(maxlen=_RECENT_REPLIES)
@@ -123,6 +125,9 @@ class RaftLoop:
                 _fail(waiting, OutcomeUnknown("the node stopped before the command was applied"))
             else:
                 waiting(0, 0, NotLeader(None))  # never appended: the sender may go elsewhere
+        if self._open_read is not None:
+            _fail(self._open_read[1], ReadAborted("the node stopped"))
+            self._open_read = None
         for future in self._reads.values():
             _fail(future, ReadAborted("the node stopped"))
         self._proposals.clear()
@@ -187,16 +192,18 @@ class RaftLoop:
         return self._track_last_entry(self.raft.propose_conf_change(op, node))
 
     def read_index(self) -> asyncio.Future[int]:
-        """Ask the leader's core for a confirmed read index (raises NotLeader at once)."""
-        context = next(self._read_ids).to_bytes(8, "big")
-        future: asyncio.Future[int] = _new_future()
-        self._reads[context] = future
-        try:
-            self._take(self.raft.read_index(context))
-        except Exception:
-            del self._reads[context]
-            raise
-        return future
+        """Ask the leader's core for a confirmed read index (raises NotLeader at once).
+
+        Reads asked for during one turn of the loop share one round of heartbeats: each was
+        asked before the round began, so the index it confirms serves them all.
+        """
+        if self.raft.role is not Role.LEADER:
+            raise NotLeader(self.raft.leader_id)
+        if self._open_read is None:
+            context = next(self._read_ids).to_bytes(8, "big")
+            self._open_read = (context, _new_future())
+            self._wakeup.set()
+        return self._open_read[1]
 
     def campaign(self) -> None:
         """Start an election now."""
@@ -251,6 +258,7 @@ class RaftLoop:
                 for _ in range(steps):
                     self._take(self.raft.step(self._inbox.popleft()))
                 self._propose_batch()
+                self._start_open_read()
                 self._notice_changes()
                 if self._readies:
                     readies, self._readies = self._readies, []
@@ -289,6 +297,17 @@ class RaftLoop:
             else:
                 waiting(entry.index, entry.term, None)
         self._take(ready)
+
+    def _start_open_read(self) -> None:
+        if self._open_read is None:
+            return
+        (context, future), self._open_read = self._open_read, None
+        self._reads[context] = future
+        try:
+            self._take(self.raft.read_index(context))
+        except RaftError:
+            del self._reads[context]
+            _fail(future, ReadAborted("leadership changed before the read began"))
 
     async def _handle(self, readies: list[Ready]) -> None:
         vote_before = self._durable_vote

@@ -259,9 +259,22 @@ class ClusterService:
         self._check_not_removed()
         timeout = timeout or self.settings.submit_timeout
         deadline = asyncio.get_running_loop().time() + timeout
-        index = await self._on_leader(
-            "the read barrier", self._leader.read_index, self._remote.read_index, timeout
-        )
+        index: int | None = None
+        raft = self._loop.raft
+        if (
+            raft.role is not Role.LEADER
+            and self.name in raft.voters
+            and self._forwarder.usable(raft.leader_id)
+        ):
+            assert raft.leader_id is not None
+            try:
+                index = await self._forwarder.read_index(raft.leader_id, timeout)
+            except (NotForwarded, OutcomeUnknown):
+                timeout = max(deadline - asyncio.get_running_loop().time(), 0.001)
+        if index is None:
+            index = await self._on_leader(
+                "the read barrier", self._leader.read_index, self._remote.read_index, timeout
+            )
         try:
             async with asyncio.timeout_at(deadline):
                 await self._loop.wait_applied(index)

@@ -258,7 +258,7 @@ def test_a_follower_forwards_commands_on_its_raft_stream(tmp_path: Path) -> None
     async def scenario(nodes: list[ClusterService]) -> None:
         leader = leader_of(nodes)
         follower = next(node for node in nodes if node is not leader)
-        await wait_until(lambda: follower.submit(AddVhost(name="warm-up")))
+        await follower.submit(AddVhost(name="warm-up"))
         before = follower.forwarding_statistics()
         names = [f"v{number}" for number in range(40)] + ["v0", "v1"]
         replies = await asyncio.gather(*(follower.submit(AddVhost(name=n)) for n in names))
@@ -274,5 +274,14 @@ def test_a_follower_forwards_commands_on_its_raft_stream(tmp_path: Path) -> None
         for node in nodes:
             await node.read_barrier()
             assert all(node.metadata.vhost(name) is not None for name in names)
+        # Read barriers go on the stream too; concurrent ones each see what was committed
+        # before they began.
+        other = next(node for node in nodes if node not in (leader, follower))
+        before = follower.forwarding_statistics()
+        await other.submit(AddVhost(name="made-elsewhere"))
+        await asyncio.gather(*(follower.read_barrier() for _ in range(5)))
+        assert follower.metadata.vhost("made-elsewhere") is not None
+        after = follower.forwarding_statistics()
+        assert (after.forwarded - before.forwarded, after.sent_back) == (5, before.sent_back)
 
     run(tmp_path, scenario)
