@@ -292,6 +292,9 @@ class RaftLoop:
                     waiting(0, 0, refusal)
             return
         for (_, waiting), entry in zip(batch, ready.entries[-len(batch) :], strict=True):
+            earlier = self._proposals.pop(entry.index, None)
+            if earlier is not None:  # expected while this node followed: replaced
+                _fail(earlier[1], ProposalLost("another leader's entry took its place"))
             if isinstance(waiting, asyncio.Future):
                 self._proposals[entry.index] = (entry.term, waiting)
             else:
