@@ -55,6 +55,8 @@ class Forwarder:
         self._waiting: dict[int, tuple[str, asyncio.Future[tuple[int, int] | None]]] = {}
         self._forwarded = 0
         self._sent_back = 0
+        # The ids of forwarded reads among those waiting (see `read_index`).
+        self._reads: set[int] = set()
         streams.on_forward_dropped = self._dropped
         streams.on_refused_by = self._refused_by
 
@@ -84,17 +86,26 @@ class Forwarder:
     async def read_index(self, leader: str, timeout: float) -> int:
         """The leader's confirmed read index (Raft's ReadIndex), asked on its stream.
 
-        Raises NotForwarded when the leader did not take the request, OutcomeUnknown when no
-        answer came within `timeout`.
+        This node is one of the confirmations the leader needs: the leader answers with its
+        term, and the answer counts only if this node, as it arrives, is still in that term and
+        follows that leader, so has voted for no later leader since the leader took the read
+        (in a cluster of three the leader then needs no heartbeat round).
+
+        Raises NotForwarded when the leader did not take the request or the answer does not
+        count, OutcomeUnknown when no answer came within `timeout`.
         """
-        index, _ = await self._ask(leader, b"", timeout)
+        index, _ = await self._ask(leader, b"", timeout, read=True)
         return index
 
-    async def _ask(self, leader: str, command: bytes, timeout: float) -> tuple[int, int]:
+    async def _ask(
+        self, leader: str, command: bytes, timeout: float, read: bool = False
+    ) -> tuple[int, int]:
         loop = asyncio.get_running_loop()
         ident = next(self._ids)
         answered: asyncio.Future[tuple[int, int] | None] = loop.create_future()
         self._waiting[ident] = (leader, answered)
+        if read:
+            self._reads.add(ident)
         self._streams.forward(leader, raft_pb2.Forwarded(id=ident, command=command))
         self._forwarded += 1
         try:
@@ -107,6 +118,7 @@ class Forwarder:
             ) from None
         finally:
             self._waiting.pop(ident, None)
+            self._reads.discard(ident)
         if position is None:
             self._sent_back += 1
             raise NotForwarded(leader)
@@ -121,8 +133,14 @@ class Forwarder:
             waiting = self._waiting.get(outcome.id)
             if waiting is None or waiting[1].done():
                 continue  # its caller gave up
-            answered = waiting[1]
+            leader, answered = waiting
+            raft = self._loop.raft
             if outcome.refused:
+                answered.set_result(None)
+            elif outcome.id in self._reads and (
+                raft.term != outcome.term or raft.leader_id != leader
+            ):
+                # Checked now, as the answer arrives: this node's confirmation of the read.
                 answered.set_result(None)
             else:
                 answered.set_result((outcome.index, outcome.term))
@@ -132,7 +150,7 @@ class Forwarder:
         for item in forwarded:
             answer = self._answerer(follower, item.id)
             if not item.command:
-                self._read(answer)
+                self._read(follower, answer)
                 continue
             try:
                 decode_command(item.command)  # refuses what the log must not hold
@@ -145,10 +163,12 @@ class Forwarder:
             except NotLeader as refusal:
                 answer(0, 0, refusal)
 
-    def _read(self, answer: AppendedCallback) -> None:
-        """A read index for a follower (an empty command), answered once confirmed."""
+    def _read(self, follower: str, answer: AppendedCallback) -> None:
+        """A read index for a follower (an empty command), answered with this leader's term
+        once confirmed, the follower's own confirmation counted (see `read_index`)."""
+        term = self._loop.raft.term
         try:
-            confirmed = self._loop.read_index()
+            confirmed = self._loop.read_index(confirmed_by=follower)
         except NotLeader as refusal:
             answer(0, 0, refusal)
             return
@@ -159,7 +179,7 @@ class Forwarder:
             elif (error := future.exception()) is not None:
                 answer(0, 0, error)
             else:
-                answer(future.result(), 0, None)
+                answer(future.result(), term, None)
 
         confirmed.add_done_callback(done)
 

@@ -191,14 +191,25 @@ class RaftLoop:
         """Propose a membership change; resolved once its entry is applied."""
         return self._track_last_entry(self.raft.propose_conf_change(op, node))
 
-    def read_index(self) -> asyncio.Future[int]:
+    def read_index(self, confirmed_by: str | None = None) -> asyncio.Future[int]:
         """Ask the leader's core for a confirmed read index (raises NotLeader at once).
 
         Reads asked for during one turn of the loop share one round of heartbeats: each was
-        asked before the round began, so the index it confirms serves them all.
+        asked before the round began, so the index it confirms serves them all. A read for a
+        follower that confirms it itself (`confirmed_by`, see RaftNode.read_index) goes alone.
         """
         if self.raft.role is not Role.LEADER:
             raise NotLeader(self.raft.leader_id)
+        if confirmed_by is not None:
+            context = next(self._read_ids).to_bytes(8, "big")
+            future: asyncio.Future[int] = _new_future()
+            self._reads[context] = future
+            try:
+                self._take(self.raft.read_index(context, confirmed_by))
+            except RaftError:
+                del self._reads[context]
+                raise
+            return future
         if self._open_read is None:
             context = next(self._read_ids).to_bytes(8, "big")
             self._open_read = (context, _new_future())
