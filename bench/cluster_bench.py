@@ -353,12 +353,14 @@ T = TypeVar("T")
 
 @dataclass
 class DeclareRun:
-    """One client declaring durable queues one at a time on `setup`, then deleting them."""
+    """One client declaring durable queues one at a time on `setup`, declaring them again
+    (each a redeclaration that changes nothing), then deleting them."""
 
     setup: str
     client_on: str
     declares: Load
     deletes: Load
+    redeclares: Load | None = None
 
 
 def queue_names(prefix: str, count: int) -> list[str]:
@@ -378,10 +380,10 @@ def timed_each(names: list[str], operation: Callable[[str], object]) -> Load:
 
 def declare_then_delete(
     url: str, count: int, after_declares: Callable[[list[str]], None] | None = None
-) -> tuple[Load, Load]:
-    """Declare `count` durable queues one at a time on one channel, then delete them one at a
-    time; a warm-up round of the same first, not measured. `after_declares` runs in between,
-    unmeasured."""
+) -> tuple[Load, Load, Load]:
+    """Declare `count` durable queues one at a time on one channel, declare them again, then
+    delete them one at a time; a warm-up round of the same first, not measured. Returns the
+    declares, redeclares and deletes. `after_declares` runs after the declares, unmeasured."""
     connection = pika.BlockingConnection(pika.URLParameters(url))
     try:
         channel = connection.channel()
@@ -399,11 +401,12 @@ def declare_then_delete(
         declares = timed_each(names, declare)
         if after_declares is not None:
             after_declares(names)
+        redeclares = timed_each(names, declare)
         deletes = timed_each(names, delete)
     finally:
         if connection.is_open:
             connection.close()
-    return declares, deletes
+    return declares, redeclares, deletes
 
 
 def within(seconds: float, work: Callable[[], T]) -> T:
@@ -447,10 +450,12 @@ def measure_declares_lone_node(count: int) -> DeclareRun:
     cluster = BenchCluster(1).form()
     try:
         node = cluster.nodes[0]
-        declares, deletes = within(
+        declares, redeclares, deletes = within(
             DECLARES_SECONDS_LIMIT, lambda: declare_then_delete(node.amqp_url, count)
         )
-        return DeclareRun("Leveret, 1 node (one-voter Raft)", "the node", declares, deletes)
+        return DeclareRun(
+            "Leveret, 1 node (one-voter Raft)", "the node", declares, deletes, redeclares
+        )
     finally:
         cluster.stop()
 
@@ -466,8 +471,10 @@ def measure_declares_clustered(count: int) -> list[DeclareRun]:
         check = functools.partial(wait_listed_everywhere, cluster.nodes)
         for node, client_on in ((leader, "the leader"), (follower, "a follower")):
             work = functools.partial(declare_then_delete, node.amqp_url, count, check)
-            declares, deletes = within(DECLARES_SECONDS_LIMIT, work)
-            runs.append(DeclareRun("Leveret, 3 nodes (Raft)", client_on, declares, deletes))
+            declares, redeclares, deletes = within(DECLARES_SECONDS_LIMIT, work)
+            runs.append(
+                DeclareRun("Leveret, 3 nodes (Raft)", client_on, declares, deletes, redeclares)
+            )
         if cluster.leader() is not leader:
             raise RuntimeError("the leader changed during the run; its figures are mixed")
         return runs
@@ -489,11 +496,11 @@ def rabbitmq_version() -> str:
 
 def measure_declares_rabbitmq(count: int) -> DeclareRun:
     with running_rabbitmq(cpu=None) as broker:
-        declares, deletes = within(
+        declares, redeclares, deletes = within(
             DECLARES_SECONDS_LIMIT, lambda: declare_then_delete(broker.url, count)
         )
     product = " ".join(part for part in ("RabbitMQ", rabbitmq_version()) if part)
-    return DeclareRun(f"{product}, 1 node", "the node", declares, deletes)
+    return DeclareRun(f"{product}, 1 node", "the node", declares, deletes, redeclares)
 
 
 def measure_declares_rabbitmq_cluster(count: int) -> DeclareRun:
@@ -501,13 +508,13 @@ def measure_declares_rabbitmq_cluster(count: int) -> DeclareRun:
     cluster = start_rabbitmq_cluster(3)
     try:
         joined = cluster.nodes[1]
-        declares, deletes = within(
+        declares, redeclares, deletes = within(
             DECLARES_SECONDS_LIMIT, lambda: declare_then_delete(joined.url, count)
         )
     finally:
         cluster.stop()
     product = " ".join(part for part in ("RabbitMQ", rabbitmq_version()) if part)
-    return DeclareRun(f"{product}, 3 nodes", "a joined node", declares, deletes)
+    return DeclareRun(f"{product}, 3 nodes", "a joined node", declares, deletes, redeclares)
 
 
 def measure_declares(count: int) -> list[DeclareRun]:
@@ -583,14 +590,16 @@ def render_declares(runs: list[DeclareRun], load_average: float | None = None) -
     count = max((run.declares.commands for run in runs), default=0)
     about = (
         "Written by `bench/cluster_bench.py --only declares`. One pika client (BlockingConnection)"
-        f" declares {count:,} durable queues one at a time, each waiting for its declare-ok, then"
+        f" declares {count:,} durable queues one at a time, each waiting for its declare-ok,"
+        " declares them again (redeclares: each changes nothing, and a clustered Leveret node"
+        " answers it from its own view after a read barrier, Raft's ReadIndex), then"
         " deletes them one at a time, each waiting for its delete-ok (after a warm-up of"
         f" {DECLARES_WARM_UP} queues declared and deleted). Rates are operations per second over"
         " each phase; latencies are per operation. A lone Leveret node is a cluster of one: it"
         " appends each change to its Raft log and fsyncs it before answering. A clustered node"
-        " submits the change to the Raft leader (over gRPC from a"
-        " follower); the leader replies once a majority has fsynced the entry and it has applied"
-        " it, and the node the client is on answers once it has applied the entry too. Queues"
+        " submits the change to the Raft leader (a follower forwards it on its Raft stream); the"
+        " leader appends it, a majority fsyncs it, and the node the client is on answers once it"
+        " has applied the entry. Queues"
         " live on the client's node (client-local). Between the declares and the deletes,"
         " unmeasured, every node of the cluster is checked to list every queue. RabbitMQ runs"
         " as a single node of Debian's rabbitmq-server with one scheduler (`+S 1:1`), and as a"
@@ -602,8 +611,9 @@ def render_declares(runs: list[DeclareRun], load_average: float | None = None) -
         "",
         *textwrap.wrap(about, 95, break_on_hyphens=False),
         "",
-        "| Broker | Client on | declares/s | p50 ms | p99 ms | deletes/s | p50 ms | p99 ms |",
-        "|---|---|--:|--:|--:|--:|--:|--:|",
+        "| Broker | Client on | declares/s | p50 ms | p99 ms | deletes/s | p50 ms | p99 ms "
+        "| redeclares/s | p50 ms |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for run in runs:
         cells = [run.setup, run.client_on]
@@ -611,6 +621,8 @@ def render_declares(runs: list[DeclareRun], load_average: float | None = None) -
             cells += [
                 f"{load.rate:,.0f}", f"{load.percentile(0.50):.2f}", f"{load.percentile(0.99):.2f}"
             ]  # fmt: skip
+        again = run.redeclares
+        cells += [f"{again.rate:,.0f}", f"{again.percentile(0.50):.2f}"] if again else ["", ""]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", *machine_line()]
     if load_average is not None:
@@ -676,7 +688,8 @@ def run_declares(args: argparse.Namespace) -> str:
             f"declares {run.declares.rate:,.0f}/s p50 {run.declares.percentile(0.5):.2f} ms p99 "
             f"{run.declares.percentile(0.99):.2f} ms; "
             f"deletes {run.deletes.rate:,.0f}/s p50 {run.deletes.percentile(0.5):.2f} ms p99 "
-            f"{run.deletes.percentile(0.99):.2f} ms",
+            f"{run.deletes.percentile(0.99):.2f} ms; redeclares "
+            + (f"{run.redeclares.rate:,.0f}/s" if run.redeclares else "-"),
             flush=True,
         )  # fmt: skip
     return render_declares(runs, load_average)

@@ -37,6 +37,12 @@ log = logging.getLogger(__name__)
 
 # Inbound messages stepped per loop turn before the batch is persisted and sent.
 _MAX_STEPS_PER_TURN = 1024
+# Replies of the latest applied entries kept for a forwarded command whose position arrives
+# after its entry was applied here (see `expect`).
+_RECENT_REPLIES = 256
+
+# Told where a proposal went in the log, (index, term), or why it did not go in.
+AppendedCallback = Callable[[int, int, BaseException | None], None]
 
 
 class StateMachine(Protocol):
@@ -80,14 +86,17 @@ class RaftLoop:
         self._settings = settings or LoopSettings()
         self.applied_index = applied_index
         self._inbox: deque[Message] = deque()
-        self._unproposed: list[tuple[bytes, asyncio.Future[Any]]] = []
+        self._unproposed: list[tuple[bytes, asyncio.Future[Any] | AppendedCallback]] = []
         self._readies: list[Ready] = []
         self._wakeup = asyncio.Event()
         self._changed: asyncio.Future[None] | None = None
         self._proposals: dict[int, tuple[int, asyncio.Future[Any]]] = {}
         self._reads: dict[bytes, asyncio.Future[int]] = {}
+        # The read the callers of this turn share, not yet handed to the core.
+        self._open_read: tuple[bytes, asyncio.Future[int]] | None = None
         self._read_ids = itertools.count(1)
         self._applied_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._recent_replies: deque[tuple[int, int, Any]] = deque(maxlen=_RECENT_REPLIES)
         self._waiter_ids = itertools.count()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -111,8 +120,14 @@ class RaftLoop:
         self._wakeup.set()
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
-        for _, future in [*self._proposals.values(), *self._unproposed]:
-            _fail(future, OutcomeUnknown("the node stopped before the command was applied"))
+        for _, waiting in [*self._proposals.values(), *self._unproposed]:
+            if isinstance(waiting, asyncio.Future):
+                _fail(waiting, OutcomeUnknown("the node stopped before the command was applied"))
+            else:
+                waiting(0, 0, NotLeader(None))  # never appended: the sender may go elsewhere
+        if self._open_read is not None:
+            _fail(self._open_read[1], ReadAborted("the node stopped"))
+            self._open_read = None
         for future in self._reads.values():
             _fail(future, ReadAborted("the node stopped"))
         self._proposals.clear()
@@ -142,21 +157,64 @@ class RaftLoop:
         self._wakeup.set()
         return future
 
+    def propose_forwarded(self, data: bytes, appended: AppendedCallback) -> None:
+        """Propose a command another node forwarded: `appended(index, term, None)` is called as
+        soon as it is in the log, before the entries go out to the followers (the node that
+        forwarded it learns its reply from its own apply, see `expect`); `appended(0, 0,
+        error)` if it was refused. Raises NotLeader at once on a follower."""
+        if self.raft.role is not Role.LEADER:
+            raise NotLeader(self.raft.leader_id)
+        self._unproposed.append((data, appended))
+        self._wakeup.set()
+
+    def expect(self, index: int, term: int) -> asyncio.Future[Any]:
+        """The state machine's reply to the entry at `index`, once applied here, if that entry
+        has `term` (ProposalLost if another entry took its place). For a command this node
+        forwarded to the leader, which told it where the command went."""
+        future: asyncio.Future[Any] = _new_future()
+        if index > self.applied_index:
+            earlier = self._proposals.get(index)
+            if earlier is not None:  # from this node's own time as leader: replaced
+                _fail(earlier[1], ProposalLost("another leader's entry took its place"))
+            self._proposals[index] = (term, future)
+            return future
+        recent = next((item for item in self._recent_replies if item[0] == index), None)
+        if recent is None:
+            future.set_exception(OutcomeUnknown("applied before its reply could be kept"))
+        elif recent[1] != term:
+            future.set_exception(ProposalLost("another leader's entry took its place"))
+        else:
+            future.set_result(_copy_reply(recent[2]))
+        return future
+
     def propose_conf_change(self, op: ConfOp, node: str) -> asyncio.Future[Any]:
         """Propose a membership change; resolved once its entry is applied."""
         return self._track_last_entry(self.raft.propose_conf_change(op, node))
 
-    def read_index(self) -> asyncio.Future[int]:
-        """Ask the leader's core for a confirmed read index (raises NotLeader at once)."""
-        context = next(self._read_ids).to_bytes(8, "big")
-        future: asyncio.Future[int] = _new_future()
-        self._reads[context] = future
-        try:
-            self._take(self.raft.read_index(context))
-        except Exception:
-            del self._reads[context]
-            raise
-        return future
+    def read_index(self, confirmed_by: str | None = None) -> asyncio.Future[int]:
+        """Ask the leader's core for a confirmed read index (raises NotLeader at once).
+
+        Reads asked for during one turn of the loop share one round of heartbeats: each was
+        asked before the round began, so the index it confirms serves them all. A read for a
+        follower that confirms it itself (`confirmed_by`, see RaftNode.read_index) goes alone.
+        """
+        if self.raft.role is not Role.LEADER:
+            raise NotLeader(self.raft.leader_id)
+        if confirmed_by is not None:
+            context = next(self._read_ids).to_bytes(8, "big")
+            future: asyncio.Future[int] = _new_future()
+            self._reads[context] = future
+            try:
+                self._take(self.raft.read_index(context, confirmed_by))
+            except RaftError:
+                del self._reads[context]
+                raise
+            return future
+        if self._open_read is None:
+            context = next(self._read_ids).to_bytes(8, "big")
+            self._open_read = (context, _new_future())
+            self._wakeup.set()
+        return self._open_read[1]
 
     def campaign(self) -> None:
         """Start an election now."""
@@ -211,6 +269,7 @@ class RaftLoop:
                 for _ in range(steps):
                     self._take(self.raft.step(self._inbox.popleft()))
                 self._propose_batch()
+                self._start_open_read()
                 self._notice_changes()
                 if self._readies:
                     readies, self._readies = self._readies, []
@@ -237,12 +296,32 @@ class RaftLoop:
         try:
             ready = self.raft.propose_many([data for data, _ in batch])
         except RaftError as refusal:
-            for _, future in batch:
-                _fail(future, refusal)
+            for _, waiting in batch:
+                if isinstance(waiting, asyncio.Future):
+                    _fail(waiting, refusal)
+                else:
+                    waiting(0, 0, refusal)
             return
-        for (_, future), entry in zip(batch, ready.entries[-len(batch) :], strict=True):
-            self._proposals[entry.index] = (entry.term, future)
+        for (_, waiting), entry in zip(batch, ready.entries[-len(batch) :], strict=True):
+            earlier = self._proposals.pop(entry.index, None)
+            if earlier is not None:  # expected while this node followed: replaced
+                _fail(earlier[1], ProposalLost("another leader's entry took its place"))
+            if isinstance(waiting, asyncio.Future):
+                self._proposals[entry.index] = (entry.term, waiting)
+            else:
+                waiting(entry.index, entry.term, None)
         self._take(ready)
+
+    def _start_open_read(self) -> None:
+        if self._open_read is None:
+            return
+        (context, future), self._open_read = self._open_read, None
+        self._reads[context] = future
+        try:
+            self._take(self.raft.read_index(context))
+        except RaftError:
+            del self._reads[context]
+            _fail(future, ReadAborted("leadership changed before the read began"))
 
     async def _handle(self, readies: list[Ready]) -> None:
         vote_before = self._durable_vote
@@ -311,10 +390,12 @@ class RaftLoop:
                 continue
             reply = self._machine.apply(entry)
             self.applied_index = entry.index
+            self._recent_replies.append((entry.index, entry.term, reply))
             pending = self._proposals.pop(entry.index, None)
             if pending is not None:
                 term, future = pending
                 if term == entry.term:
+                    reply = _copy_reply(reply)
                     if isinstance(reply, dict):
                         # Where it was applied: a follower that forwarded the command waits
                         # to apply it too before its client hears the outcome.
@@ -371,6 +452,11 @@ def _last_entry(readies: list[Ready]) -> Entry | None:
         if ready.entries:
             last = ready.entries[-1]
     return last
+
+
+def _copy_reply(reply: Any) -> Any:
+    # The kept reply stays as the machine gave it; whoever receives it may add to it.
+    return dict(reply) if isinstance(reply, dict) else reply
 
 
 def _new_future() -> asyncio.Future[Any]:

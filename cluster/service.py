@@ -15,7 +15,14 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from cluster.address_book import AddressBook
-from cluster.errors import ClusterUnavailable, NoQuorum, NotLeaderHere, OutcomeUnknown
+from cluster.errors import (
+    ClusterUnavailable,
+    NoQuorum,
+    NotLeaderHere,
+    OutcomeUnknown,
+    ProposalLost,
+)
+from cluster.forwarding import Forwarder, ForwardingStatistics, NotForwarded
 from cluster.gossip import MemberStatus, Swim
 from cluster.gossip.driver import GossipDriver, ReportSource
 from cluster.joining import RemovedFromCluster, join_through_seeds
@@ -86,6 +93,7 @@ class ClusterService:
         self._remote: Remote
         self._loop: RaftLoop
         self._leader: LeaderOps
+        self._forwarder: Forwarder
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -123,6 +131,7 @@ class ClusterService:
         )
         self._has_loop = True
         self._leader = LeaderOps(self._loop, self.machine, self._book, self._quorum_text)
+        self._forwarder = Forwarder(self._loop, self._streams, self._quorum_text)
         self.machine.on_effects(self._on_effects)
         self.machine.on_reset(lambda _state: self._refresh_members())
         self._loop.change_listeners.append(self._refresh_members)
@@ -157,6 +166,7 @@ class ClusterService:
         await self.hand_over_leadership()
         if self._gossip is not None:
             await self._gossip.stop()
+        self._forwarder.stop()
         await self._loop.stop()
         await self._streams.close()
         await self._channels.close()
@@ -202,6 +212,19 @@ class ClusterService:
         data = encode_command(command)  # refuses what cannot be encoded, before any network trip
         timeout = timeout or self.settings.submit_timeout
         deadline = asyncio.get_running_loop().time() + timeout
+        raft = self._loop.raft
+        if (
+            raft.role is not Role.LEADER
+            and self.name in raft.voters
+            and self._forwarder.usable(raft.leader_id)
+        ):
+            assert raft.leader_id is not None
+            try:
+                # Applied here already: the reply is this node's own.
+                return await self._forwarder.submit(raft.leader_id, data, timeout)
+            except (NotForwarded, ProposalLost):
+                # Never applied: the Submit path follows the leader wherever it went.
+                timeout = max(deadline - asyncio.get_running_loop().time(), 0.001)
         reply = await self._on_leader(
             "the metadata change",
             lambda left: self._leader.submit(data, left),
@@ -222,6 +245,10 @@ class ClusterService:
                 ) from None
         return reply
 
+    def forwarding_statistics(self) -> ForwardingStatistics:
+        """How many metadata commands this node forwarded to the leader on its Raft stream."""
+        return self._forwarder.statistics()
+
     @property
     def alone(self) -> bool:
         """Whether this node is the cluster's only voter (its model is then always current)."""
@@ -232,9 +259,22 @@ class ClusterService:
         self._check_not_removed()
         timeout = timeout or self.settings.submit_timeout
         deadline = asyncio.get_running_loop().time() + timeout
-        index = await self._on_leader(
-            "the read barrier", self._leader.read_index, self._remote.read_index, timeout
-        )
+        index: int | None = None
+        raft = self._loop.raft
+        if (
+            raft.role is not Role.LEADER
+            and self.name in raft.voters
+            and self._forwarder.usable(raft.leader_id)
+        ):
+            assert raft.leader_id is not None
+            try:
+                index = await self._forwarder.read_index(raft.leader_id, timeout)
+            except (NotForwarded, OutcomeUnknown):
+                timeout = max(deadline - asyncio.get_running_loop().time(), 0.001)
+        if index is None:
+            index = await self._on_leader(
+                "the read barrier", self._leader.read_index, self._remote.read_index, timeout
+            )
         try:
             async with asyncio.timeout_at(deadline):
                 await self._loop.wait_applied(index)
@@ -288,16 +328,25 @@ class ClusterService:
         if batch.dst != self.name or batch.src != caller.node:
             # The sender has a stale address for the destination; it learns when that node calls.
             log.debug("ignoring a Raft batch %s->%s from %s", batch.src, batch.dst, caller.node)
+            self._forwarder.refuse(caller.node, batch.forwarded, "not the node addressed")
             return
         voters = self._loop.raft.voters
         if self.name in voters and batch.src not in voters:
             if self._registered(batch.src):
-                return  # joining or leaving: this node's log has not caught up with that yet
+                # Joining or leaving: this node's log has not caught up with that yet.
+                self._forwarder.refuse(batch.src, batch.forwarded, "not a voter")
+                return
             # A node outside the cluster (forgotten) must not disturb it; the stream is closed
             # with this reason, which the sender logs.
             raise NotAMember(f"node {batch.src} is not a member of the cluster of {self.name}")
+        if batch.outcomes:
+            # Before the messages: the entries they carry may complete these commands.
+            self._forwarder.on_outcomes(batch.outcomes)
+        if batch.forwarded:
+            self._forwarder.on_forwarded(batch.src, batch.forwarded)
         messages = decode_batch(batch)
-        self._loop.deliver(messages)
+        if messages:
+            self._loop.deliver(messages)
 
     async def submit_here(self, command: Command, timeout: float) -> dict[str, Any]:
         self._require_started()

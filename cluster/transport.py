@@ -23,7 +23,7 @@ from cluster.address_book import AddressBook
 from cluster.raft import Message
 from cluster.raft_wire import encode_batch
 from cluster.secret import Caller, CallSigner, CallVerifier
-from proto import cluster_pb2_grpc
+from proto import cluster_pb2_grpc, raft_pb2
 
 log = logging.getLogger(__name__)
 
@@ -317,7 +317,11 @@ class PeerChannels:
 
 
 class RaftStreams:
-    """Sends Raft messages to peers: one long-lived stream and one sender task per peer."""
+    """Sends Raft messages to peers: one long-lived stream and one sender task per peer.
+
+    The same streams carry the metadata commands a follower forwards to the leader and the
+    leader's answers to them (cluster/forwarding.py).
+    """
 
     def __init__(self, own_name: str, book: AddressBook, channels: PeerChannels) -> None:
         self._own_name = own_name
@@ -325,6 +329,11 @@ class RaftStreams:
         self._channels = channels
         self._senders: dict[str, _RaftSender] = {}
         self._throttle = LogThrottle()
+        # Told the ids of forwarded commands dropped before they were written to a stream.
+        self.on_forward_dropped: Callable[[list[int]], None] = lambda ids: None
+        # Told of a peer that closed our stream because we are not a member of its cluster:
+        # it took nothing of what we sent.
+        self.on_refused_by: Callable[[str], None] = lambda peer: None
 
     def send(self, messages: Sequence[Message]) -> None:
         """Queue `messages` for their destinations; never waits."""
@@ -332,13 +341,35 @@ class RaftStreams:
         for message in messages:
             by_peer.setdefault(message.dst, []).append(message)
         for peer, batch in by_peer.items():
-            sender = self._senders.get(peer)
-            if sender is None:
-                sender = _RaftSender(
-                    peer, self._own_name, self._book, self._channels, self._throttle
-                )
-                self._senders[peer] = sender
-            sender.push(batch)
+            self._sender(peer).push(batch)
+
+    def forward(self, peer: str, forwarded: raft_pb2.Forwarded) -> None:
+        """Queue a command for the leader `peer`, ahead of Raft messages queued after it."""
+        self._sender(peer).push_extra(forwarded=forwarded)
+
+    def answer(self, peer: str, outcome: raft_pb2.ForwardOutcome) -> None:
+        """Queue the answer to a command `peer` forwarded."""
+        self._sender(peer).push_extra(outcome=outcome)
+
+    def connected(self, peer: str) -> bool:
+        """Whether the stream to `peer` is up (it has carried a batch and not failed since)."""
+        sender = self._senders.get(peer)
+        return sender is not None and sender.connected
+
+    def _sender(self, peer: str) -> _RaftSender:
+        sender = self._senders.get(peer)
+        if sender is None:
+            sender = _RaftSender(
+                peer,
+                self._own_name,
+                self._book,
+                self._channels,
+                self._throttle,
+                lambda ids: self.on_forward_dropped(ids),
+                lambda: self.on_refused_by(peer),
+            )
+            self._senders[peer] = sender
+        return sender
 
     def unreachable(self) -> set[str]:
         """Peers whose stream is down right now."""
@@ -360,6 +391,8 @@ class _RaftSender:
         book: AddressBook,
         channels: PeerChannels,
         throttle: LogThrottle,
+        forward_dropped: Callable[[list[int]], None],
+        refused: Callable[[], None],
     ) -> None:
         self.peer = peer
         self.connected = False
@@ -367,7 +400,11 @@ class _RaftSender:
         self._book = book
         self._channels = channels
         self._throttle = throttle
+        self._forward_dropped = forward_dropped
+        self._refused = refused
         self._queue: deque[Message] = deque()
+        self._forwarded: list[raft_pb2.Forwarded] = []
+        self._outcomes: list[raft_pb2.ForwardOutcome] = []
         self._wakeup = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"raft-to-{peer}")
 
@@ -377,19 +414,49 @@ class _RaftSender:
             self._queue.popleft()
         self._wakeup.set()
 
+    def push_extra(
+        self,
+        forwarded: raft_pb2.Forwarded | None = None,
+        outcome: raft_pb2.ForwardOutcome | None = None,
+    ) -> None:
+        # Never dropped for space: each waits for an answer (and a client for it).
+        if forwarded is not None:
+            self._forwarded.append(forwarded)
+        if outcome is not None:
+            self._outcomes.append(outcome)
+        self._wakeup.set()
+
     async def close(self) -> None:
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
 
     async def _wait_for_messages(self) -> None:
-        while not self._queue:
+        while not (self._queue or self._forwarded or self._outcomes):
             self._wakeup.clear()
             await self._wakeup.wait()
 
-    def _next_batch(self) -> list[Message]:
+    def _next_batch(self) -> raft_pb2.RaftBatch:
         count = min(len(self._queue), MAX_BATCH_MESSAGES)
-        return [self._queue.popleft() for _ in range(count)]
+        batch = encode_batch(
+            self._own_name, self.peer, [self._queue.popleft() for _ in range(count)]
+        )
+        # The receiver reads the answers before the messages: it learns where a command went
+        # before it steps the entries that carry it.
+        if self._forwarded:
+            batch.forwarded.extend(self._forwarded)
+            self._forwarded = []
+        if self._outcomes:
+            batch.outcomes.extend(self._outcomes)
+            self._outcomes = []
+        return batch
+
+    def _drop_unsent(self) -> None:
+        self._queue.clear()  # stale by the time the peer is back
+        self._outcomes = []  # the forwarding node times out, as for a lost call
+        if self._forwarded:
+            dropped, self._forwarded = [item.id for item in self._forwarded], []
+            self._forward_dropped(dropped)
 
     async def _run(self) -> None:
         backoff = _MIN_BACKOFF_SECONDS
@@ -397,13 +464,12 @@ class _RaftSender:
             await self._wait_for_messages()
             address = self._book.get(self.peer)
             if address is None:
-                self._queue.clear()  # nowhere to send them; Raft sends again once we know
+                self._drop_unsent()  # nowhere to send them; Raft sends again once we know
                 continue
             call = self._channels.stub(address).Raft(metadata=self._channels.metadata("Raft"))
             try:
                 while self._book.get(self.peer) == address:
-                    batch = self._next_batch()
-                    await call.write(encode_batch(self._own_name, self.peer, batch))
+                    await call.write(self._next_batch())
                     self.connected = True
                     backoff = _MIN_BACKOFF_SECONDS
                     await self._wait_for_messages()
@@ -412,16 +478,19 @@ class _RaftSender:
                 raise
             except Exception as error:  # noqa: BLE001 - however the stream broke, start another
                 self.connected = False
+                # A write after the peer closed the stream fails without its status: ask for it.
+                code = error.code() if isinstance(error, grpc.aio.AioRpcError) else None
+                if code is None and call.done():
+                    code = await call.code()
                 call.cancel()
-                self._queue.clear()  # stale by the time the peer is back
-                self._report(address, error)
+                self._drop_unsent()
+                self._report(address, error, code)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
             else:
                 call.cancel()  # the peer moved to another address
 
-    def _report(self, address: str, error: Exception) -> None:
-        code = error.code() if isinstance(error, grpc.aio.AioRpcError) else None
+    def _report(self, address: str, error: Exception, code: grpc.StatusCode | None) -> None:
         if code is grpc.StatusCode.UNAUTHENTICATED:
             if self._throttle.allows(f"auth:{self.peer}"):
                 log.warning(
@@ -431,6 +500,7 @@ class _RaftSender:
                     error.details() if isinstance(error, grpc.aio.AioRpcError) else error,
                 )
         elif code is grpc.StatusCode.FAILED_PRECONDITION:
+            self._refused()
             if self._throttle.allows(f"member:{self.peer}"):
                 details = error.details() if isinstance(error, grpc.aio.AioRpcError) else error
                 log.warning("node %s refuses our Raft traffic: %s", self.peer, details)

@@ -144,12 +144,36 @@ class RaftMessage(_message.Message):
     timeout_now: TimeoutNow
     def __init__(self, request_vote: _Optional[_Union[RequestVote, _Mapping]] = ..., request_vote_response: _Optional[_Union[RequestVoteResponse, _Mapping]] = ..., append_entries: _Optional[_Union[AppendEntries, _Mapping]] = ..., append_entries_response: _Optional[_Union[AppendEntriesResponse, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., heartbeat_response: _Optional[_Union[HeartbeatResponse, _Mapping]] = ..., install_snapshot: _Optional[_Union[InstallSnapshot, _Mapping]] = ..., timeout_now: _Optional[_Union[TimeoutNow, _Mapping]] = ...) -> None: ...
 
+class Forwarded(_message.Message):
+    __slots__ = ("id", "command")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    command: bytes
+    def __init__(self, id: _Optional[int] = ..., command: _Optional[bytes] = ...) -> None: ...
+
+class ForwardOutcome(_message.Message):
+    __slots__ = ("id", "index", "term", "refused")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    TERM_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    index: int
+    term: int
+    refused: str
+    def __init__(self, id: _Optional[int] = ..., index: _Optional[int] = ..., term: _Optional[int] = ..., refused: _Optional[str] = ...) -> None: ...
+
 class RaftBatch(_message.Message):
-    __slots__ = ("src", "dst", "messages")
+    __slots__ = ("src", "dst", "messages", "forwarded", "outcomes")
     SRC_FIELD_NUMBER: _ClassVar[int]
     DST_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    FORWARDED_FIELD_NUMBER: _ClassVar[int]
+    OUTCOMES_FIELD_NUMBER: _ClassVar[int]
     src: str
     dst: str
     messages: _containers.RepeatedCompositeFieldContainer[RaftMessage]
-    def __init__(self, src: _Optional[str] = ..., dst: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[RaftMessage, _Mapping]]] = ...) -> None: ...
+    forwarded: _containers.RepeatedCompositeFieldContainer[Forwarded]
+    outcomes: _containers.RepeatedCompositeFieldContainer[ForwardOutcome]
+    def __init__(self, src: _Optional[str] = ..., dst: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[RaftMessage, _Mapping]]] = ..., forwarded: _Optional[_Iterable[_Union[Forwarded, _Mapping]]] = ..., outcomes: _Optional[_Iterable[_Union[ForwardOutcome, _Mapping]]] = ...) -> None: ...

@@ -102,7 +102,7 @@ class RaftNode:
         # As leader with parallel_leader_persist: the last entry of its term known durable here.
         self._durable_own = 0
         self._reads = ReadIndexTracker()
-        self._reads_awaiting_commit: list[bytes] = []
+        self._reads_awaiting_commit: list[tuple[bytes, str | None]] = []
         if self._is_blank(stored) and peers:
             self._bootstrap(peers)
         self._voters = self._log.voters_at(self._log.last_index)
@@ -279,15 +279,23 @@ class RaftNode:
             self._send_append(target)
         return self.ready()
 
-    def read_index(self, context: bytes) -> Ready:
-        """Ask for a linearizable read; a `ReadState` with `context` answers in a later Ready."""
+    def read_index(self, context: bytes, confirmed_by: str | None = None) -> Ready:
+        """Ask for a linearizable read; a `ReadState` with `context` answers in a later Ready.
+
+        `confirmed_by` names the follower that asked for the read, when that follower will
+        itself check, as the answer reaches it, that it is still in this leader's term (has
+        voted in no later one): that counts as its confirmation, so in a cluster of three the
+        read needs no heartbeat round. The reply must carry this leader's term for the check.
+        """
         if self._role is not Role.LEADER:
             raise NotLeader(self._leader)
+        if confirmed_by == self.id or confirmed_by not in self._voters:
+            confirmed_by = None
         if self._committed_in_current_term():
-            self._start_read(context)
+            self._start_read(context, confirmed_by)
         else:
             # Until its no-op commits, a new leader does not know the full committed index.
-            self._reads_awaiting_commit.append(context)
+            self._reads_awaiting_commit.append((context, confirmed_by))
         return self.ready()
 
     def persisted(self, index: int, term: int) -> Ready:
@@ -453,7 +461,8 @@ class RaftNode:
         self._votes = {}
         self._progress = {}
         self._transferee = None
-        for context in self._reads.drop_all() + self._reads_awaiting_commit:
+        waiting = [context for context, _ in self._reads_awaiting_commit]
+        for context in self._reads.drop_all() + waiting:
             self._read_states.append(ReadState(context, None))
         self._reads_awaiting_commit = []
 
@@ -655,8 +664,8 @@ class RaftNode:
     def _after_commit_advanced(self) -> None:
         if self._reads_awaiting_commit and self._committed_in_current_term():
             waiting, self._reads_awaiting_commit = self._reads_awaiting_commit, []
-            for context in waiting:
-                self._start_read(context)
+            for context, confirmed_by in waiting:
+                self._start_read(context, confirmed_by)
         if self.id not in self._voters and self._log.last_conf_index() <= self._commit:
             # This leader's own removal is committed: the remaining voters elect a new one.
             self._become_follower(self._term, None)
@@ -664,11 +673,11 @@ class RaftNode:
     def _committed_in_current_term(self) -> bool:
         return self._log.term_at(self._commit) == self._term
 
-    def _start_read(self, context: bytes) -> None:
-        round_ = self._reads.add(context, self._commit)
-        if self._progress:
-            self._broadcast_heartbeat(round_)
+    def _start_read(self, context: bytes, confirmed_by: str | None = None) -> None:
+        round_ = self._reads.add(context, self._commit, confirmed_by)
         self._release_reads()
+        if self._progress and self._reads.pending(context):
+            self._broadcast_heartbeat(round_)
 
     def _release_reads(self) -> None:
         quorum = quorum_size(len(self._voters))

@@ -10,6 +10,9 @@ class _PendingRead:
     round: int
     index: int
     context: bytes
+    # A follower that asked for the read and will itself confirm, when the answer reaches it,
+    # that it still follows this leader in this term (it counts towards the quorum).
+    confirmed_by: str | None = None
 
 
 @dataclass(slots=True)
@@ -20,11 +23,16 @@ class ReadIndexTracker:
     _acked: dict[str, int] = field(default_factory=dict)
     _pending: list[_PendingRead] = field(default_factory=list)
 
-    def add(self, context: bytes, commit_index: int) -> int:
-        """Register a read at `commit_index`; returns the heartbeat round that must confirm it."""
+    def add(self, context: bytes, commit_index: int, confirmed_by: str | None = None) -> int:
+        """Register a read at `commit_index`; returns the heartbeat round that must confirm it.
+        `confirmed_by` counts as one confirmation (see _PendingRead)."""
         self.round += 1
-        self._pending.append(_PendingRead(self.round, commit_index, context))
+        self._pending.append(_PendingRead(self.round, commit_index, context, confirmed_by))
         return self.round
+
+    def pending(self, context: bytes) -> bool:
+        """Whether the read of `context` still waits for confirmations."""
+        return any(read.context == context for read in self._pending)
 
     def ack(self, peer: str, round_: int) -> None:
         """Record that `peer` answered the heartbeat of `round_`."""
@@ -37,7 +45,9 @@ class ReadIndexTracker:
         while self._pending:
             read = self._pending[0]
             confirmations = sum(
-                1 for voter in voters if voter == leader or self._acked.get(voter, 0) >= read.round
+                1
+                for voter in voters
+                if voter in (leader, read.confirmed_by) or self._acked.get(voter, 0) >= read.round
             )
             if confirmations < quorum:
                 break

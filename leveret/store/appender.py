@@ -20,7 +20,8 @@ class SyncTicket:
 
     fd: int
     end: int
-    directory: str | None
+    # Directories whose entries this fsync must also make durable (the file's, then parents).
+    directories: tuple[str, ...]
 
 
 class AppendOnlyFile:
@@ -40,6 +41,7 @@ class AppendOnlyFile:
         initial: bytes = b"",
         fd: int | None = None,
         durable_size: int = 0,
+        parent_directories: tuple[str, ...] = (),
     ) -> None:
         self.path = path
         self._fs = fs
@@ -48,8 +50,10 @@ class AppendOnlyFile:
         self._tail = bytearray(initial)
         self._written = 0
         self._needs_rewrite = False
-        # A new file's directory entry must be made durable once, with its first fsync.
+        # A new file's directory entry must be made durable once, with its first fsync; so
+        # must `parent_directories`, when the file's directory is new too.
         self._directory_synced = fd is not None
+        self._parent_directories = parent_directories
         self._syncing = False
         self._close_after_sync = False
         self._closed = False
@@ -126,14 +130,18 @@ class AppendOnlyFile:
         if self._written == 0 and self._directory_synced:
             return None
         self._syncing = True
-        directory = None if self._directory_synced else os.path.dirname(self.path) or "."
-        return SyncTicket(self._fd, self._base + self._written, directory)
+        directories = (
+            ()
+            if self._directory_synced
+            else (os.path.dirname(self.path) or ".", *self._parent_directories)
+        )
+        return SyncTicket(self._fd, self._base + self._written, directories)
 
     def run_sync(self, ticket: SyncTicket) -> None:
         """Runs in the worker thread."""
         self._fs.sync(ticket.fd)
-        if ticket.directory is not None:
-            self._fs.sync_directory(ticket.directory)
+        for directory in ticket.directories:
+            self._fs.sync_directory(directory)
 
     def end_sync(self, ticket: SyncTicket, error: BaseException | None) -> None:
         """Back on the event loop: drops what became durable, or marks it for rewriting."""
@@ -143,7 +151,7 @@ class AppendOnlyFile:
             del self._tail[:covered]
             self._written -= covered
             self._base = ticket.end
-            if ticket.directory is not None:
+            if ticket.directories:
                 self._directory_synced = True
         else:
             # After a failed fsync the page cache cannot be trusted: rewrite from the durable end.

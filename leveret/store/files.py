@@ -65,9 +65,15 @@ class FileSystem:
         except FileNotFoundError:
             return []
 
-    def makedirs(self, path: str) -> None:
+    def makedirs(self, path: str, *, sync_entry: bool = True) -> None:
         """Creates missing directories, each made durable in its parent (a queue's directory
-        vanishing after a power cut would take its fsynced files with it)."""
+        vanishing after a power cut would take its fsynced files with it).
+
+        With `sync_entry=False` the entry of `path` itself is left for the caller to make
+        durable before it relies on it: a queue store does so with its first fsync, in the
+        group committer's thread, so that declaring a durable queue does not wait for the disk
+        on the event loop.
+        """
         if os.path.isdir(path):
             return
         parent = os.path.dirname(os.path.abspath(path))
@@ -76,7 +82,8 @@ class FileSystem:
             os.mkdir(path)
         except FileExistsError:
             return
-        self.sync_directory(parent)
+        if sync_entry:
+            self.sync_directory(parent)
 
     def remove_directory(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):

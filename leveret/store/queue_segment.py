@@ -71,9 +71,13 @@ class QueueSegment:
 
     @classmethod
     def create(cls, fs: FileSystem, directory: str, segment_id: int) -> QueueSegment:
-        """A new, empty segment; its file appears with the first flush."""
+        """A new, empty segment; its file appears with the first flush. Its first fsync also
+        makes the queue's own directory entry durable (the store leaves that to it)."""
         path = os.path.join(directory, segment_file_name(segment_id))
-        writer = AppendOnlyFile(fs, path, initial=file_header(FileKind.QUEUE_SEGMENT))
+        parent = os.path.dirname(os.path.abspath(directory))
+        writer = AppendOnlyFile(
+            fs, path, initial=file_header(FileKind.QUEUE_SEGMENT), parent_directories=(parent,)
+        )
         return cls(fs, directory, SegmentIndex(segment_id), writer=writer)
 
     @property

@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from cluster.errors import ProposalLost
 from cluster.metadata_machine import MetadataMachine
 from cluster.node_loop import LoopSettings, RaftLoop
 from cluster.raft import FileStorage, RaftConfig, RaftNode
@@ -79,3 +82,28 @@ def test_a_read_index_is_confirmed_and_waits_for_apply(tmp_path: Path) -> None:
         return applied - index
 
     assert asyncio.run(scenario()) >= 0
+
+
+def test_a_forwarded_proposal_learns_its_position_and_its_reply_from_apply(
+    tmp_path: Path,
+) -> None:
+    async def scenario() -> None:
+        loop, _ = start_loop(tmp_path)
+        await wait_leader(loop)
+        positions: list[tuple[int, int, BaseException | None]] = []
+        command = json.dumps({"op": "add_vhost", "name": "v"}).encode()
+        loop.propose_forwarded(command, lambda *position: positions.append(position))
+        async with asyncio.timeout(5):
+            while not positions:
+                await asyncio.sleep(0.005)
+        index, term, refusal = positions[0]
+        assert refusal is None and index > 0 and term == loop.raft.term
+        reply = await loop.expect(index, term)
+        assert reply["status"] == "created"
+        # Asked again once applied: the reply was kept; an entry of another term is not ours.
+        assert (await loop.expect(index, term))["status"] == "created"
+        with pytest.raises(ProposalLost):
+            await loop.expect(index, term + 1)
+        await loop.stop()
+
+    asyncio.run(scenario())

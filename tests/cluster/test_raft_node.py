@@ -457,6 +457,37 @@ def test_a_new_leader_answers_reads_only_after_its_first_commit() -> None:
     assert [(rs.context, rs.index) for rs in reads] == [(b"r1", 2)]
 
 
+def test_a_read_a_follower_confirms_itself_needs_no_heartbeat_round_among_three() -> None:
+    # The follower that asked counts as one confirmation (it checks its term as the answer
+    # arrives): with the leader that makes a majority of three, so the answer is immediate.
+    cluster = Cluster(ABC)
+    leader = cluster.elect("a")
+    cluster.tick_all()
+    cluster.cut = {"a"}  # no heartbeat could confirm anything
+    ready = cluster.call("a", lambda node: node.read_index(b"r1", confirmed_by="b"))
+    assert [(rs.context, rs.index) for rs in ready.read_states] == [(b"r1", leader.commit_index)]
+    assert not [m for m in ready.messages if isinstance(m, Heartbeat)]
+
+
+def test_a_read_confirmed_by_a_non_voter_or_among_five_still_needs_heartbeats() -> None:
+    cluster = Cluster(ABC)
+    cluster.elect("a")
+    cluster.tick_all()
+    cluster.cut = {"a"}
+    ready = cluster.call("a", lambda node: node.read_index(b"r1", confirmed_by="stranger"))
+    assert ready.read_states == ()
+    five = Cluster(["a", "b", "c", "d", "e"])
+    five.elect("a")
+    five.tick_all()
+    five.cut = {"a"}
+    ready = five.call("a", lambda node: node.read_index(b"r2", confirmed_by="b"))
+    assert ready.read_states == ()
+    five.cut = set()
+    five.deliver()
+    reads = [rs.context for ready in five.readies["a"] for rs in ready.read_states]
+    assert reads == [b"r2"]
+
+
 def test_a_single_node_cluster_answers_reads_at_once() -> None:
     cluster = Cluster(["solo"])
     cluster.elect("solo")

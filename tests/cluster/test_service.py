@@ -250,3 +250,38 @@ def test_a_new_node_catches_up_from_a_snapshot(tmp_path: Path) -> None:
             await seed.stop()
 
     asyncio.run(main())
+
+
+def test_a_follower_forwards_commands_on_its_raft_stream(tmp_path: Path) -> None:
+    # Concurrent commands from a follower go to the leader on its Raft stream, not one Submit
+    # call each, and each caller gets the reply its own command had, as applied on its node.
+    async def scenario(nodes: list[ClusterService]) -> None:
+        leader = leader_of(nodes)
+        follower = next(node for node in nodes if node is not leader)
+        await follower.submit(AddVhost(name="warm-up"))
+        before = follower.forwarding_statistics()
+        names = [f"v{number}" for number in range(40)] + ["v0", "v1"]
+        replies = await asyncio.gather(*(follower.submit(AddVhost(name=n)) for n in names))
+        statuses = [reply["status"] for reply in replies]
+        assert sorted(statuses[:40] + statuses[40:]).count("created") == 40
+        assert statuses.count("exists") == 2
+        assert all(follower.metadata.vhost(name) is not None for name in names)
+        after = follower.forwarding_statistics()
+        assert after.forwarded - before.forwarded == len(names)
+        assert after.sent_back == before.sent_back
+        # The leader forwards nothing: it proposes its own commands.
+        assert leader.forwarding_statistics().forwarded == 0
+        for node in nodes:
+            await node.read_barrier()
+            assert all(node.metadata.vhost(name) is not None for name in names)
+        # Read barriers go on the stream too; concurrent ones each see what was committed
+        # before they began.
+        other = next(node for node in nodes if node not in (leader, follower))
+        before = follower.forwarding_statistics()
+        await other.submit(AddVhost(name="made-elsewhere"))
+        await asyncio.gather(*(follower.read_barrier() for _ in range(5)))
+        assert follower.metadata.vhost("made-elsewhere") is not None
+        after = follower.forwarding_statistics()
+        assert (after.forwarded - before.forwarded, after.sent_back) == (5, before.sent_back)
+
+    run(tmp_path, scenario)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from leveret.store import Location, QueueStore, SharedStore, StoredMessage
+from leveret.store.files import FileSystem
 from leveret.store.queue_segment import marks_file_name, segment_file_name
 
 
@@ -315,4 +316,32 @@ def test_sparse_seqs_roll_over_instead_of_growing_bitmaps(tmp_path: Path) -> Non
     store.close()
     store = QueueStore.open(str(tmp_path))
     assert [m.seq for m in _all(store)] == [1, 2, 10**9 + 1, 10**12]
+    store.close()
+
+
+class _DirectorySyncs(FileSystem):
+    """Records which directories were fsynced, in order."""
+
+    def __init__(self) -> None:
+        self.synced: list[str] = []
+
+    def sync_directory(self, path: str) -> None:
+        super().sync_directory(path)
+        self.synced.append(path)
+
+
+def test_a_new_queue_directory_is_made_durable_by_its_first_fsync(tmp_path: Path) -> None:
+    # Opening (declaring the queue) leaves the disk alone; the first fsync makes the segment's
+    # entry and the queue directory's own entry durable, before anything is confirmed.
+    fs = _DirectorySyncs()
+    directory = tmp_path / "queues" / "q1"
+    store = QueueStore.open(str(directory), fs=fs)
+    assert directory.is_dir()
+    assert fs.synced == [str(tmp_path)]  # only the missing "queues" level, made at once
+    _fill(store, range(1, 3))
+    store.sync()
+    assert fs.synced[1:] == [str(directory), str(tmp_path / "queues")]
+    _fill(store, range(3, 5))
+    store.sync()
+    assert len(fs.synced) == 3
     store.close()
