@@ -122,12 +122,14 @@ class Up(_message.Message):
     def __init__(self, publishes: _Optional[_Iterable[_Union[Publish, _Mapping]]] = ..., subscribes: _Optional[_Iterable[_Union[Subscribe, _Mapping]]] = ..., cancels: _Optional[_Iterable[_Union[Cancel, _Mapping]]] = ..., credits: _Optional[_Iterable[_Union[Credit, _Mapping]]] = ..., settles: _Optional[_Iterable[_Union[Settle, _Mapping]]] = ..., requests: _Optional[_Iterable[_Union[Request, _Mapping]]] = ..., applied: _Optional[int] = ...) -> None: ...
 
 class Confirm(_message.Message):
-    __slots__ = ("upto", "refused")
+    __slots__ = ("upto", "refused", "congested")
     UPTO_FIELD_NUMBER: _ClassVar[int]
     REFUSED_FIELD_NUMBER: _ClassVar[int]
+    CONGESTED_FIELD_NUMBER: _ClassVar[int]
     upto: int
     refused: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, upto: _Optional[int] = ..., refused: _Optional[_Iterable[int]] = ...) -> None: ...
+    congested: bool
+    def __init__(self, upto: _Optional[int] = ..., refused: _Optional[_Iterable[int]] = ..., congested: _Optional[bool] = ...) -> None: ...
 
 class Delivery(_message.Message):
     __slots__ = ("consumer", "id", "redelivered", "exchange", "routing_key", "header", "body")

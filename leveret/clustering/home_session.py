@@ -99,6 +99,8 @@ class HomeSession:
         self._refused: list[int] = []
         self._syncs_pending = 0
         self._needs_sync = False  # a publish of the batch being applied went to disk
+        # Whether a queue the last batch went to has a backlog its consumers fall behind on.
+        self._congested = False
 
     # --- the link's batches -------------------------------------------------------------------
 
@@ -139,6 +141,7 @@ class HomeSession:
     def _publish(self, publishes: Any) -> None:
         self._needs_sync = False
         upto = 0
+        congested = False
         for publish in publishes:
             upto = publish.seq
             vhost = self.broker.vhosts.get(publish.vhost)
@@ -149,6 +152,8 @@ class HomeSession:
                 queue = vhost.queues.get(name)
                 if queue is not None and not queue.deleted:
                     queue.deliver(message, self, upto)
+                    congested = congested or queue.congested
+        self._congested = congested
         stores = self.broker.stores
         if self._needs_sync and stores is not None:
             self._syncs_pending += 1
@@ -184,6 +189,7 @@ class HomeSession:
         self._taken_upto = upto
         confirm = self._out.confirms.add()
         confirm.upto = upto
+        confirm.congested = self._congested
         if self._refused:
             confirm.refused.extend(self._refused)
             self._refused.clear()

@@ -81,6 +81,8 @@ class QueueLink:
         self._applied_index = applied_index
         self.generation = 0
         self.throttled: set[Any] = set()
+        # What the home node said of the queues of its last confirmed publishes.
+        self.queues_congested = False
         self._address_of = address_of
         self._open_data = open_data
         self._throttle = throttle or LogThrottle()
@@ -344,6 +346,7 @@ class QueueLink:
     def received(self, down: queues_pb2.Down) -> None:
         for confirm in down.confirms:
             self._confirmed(confirm.upto, set(confirm.refused) if confirm.refused else None)
+            self.queues_congested = confirm.congested
         for answer in down.subscribed:
             future = self._subscribing.pop(answer.consumer, None)
             if future is None or future.done():
@@ -390,6 +393,7 @@ class QueueLink:
     def _fail(self) -> None:
         """Everything that waited on the connection that broke fails now."""
         self.generation += 1
+        self.queues_congested = False
         self._frames, self._control, self._up = _new_batch()
         self._up_bytes = self._publishes = 0
         self._has_up = False
