@@ -95,6 +95,7 @@ class QueueLink:
         self._frames, self._control, self._up = _new_batch()
         self._up_bytes = 0
         self._publishes = 0
+        self._up_confirms = False  # whether a publish of the current frame awaits its confirm
         self._has_up = False
         self._flush_scheduled = False
         self._task: asyncio.Task[None] | None = None
@@ -157,12 +158,20 @@ class QueueLink:
         publish.body = message.body
         if waiter is not None:
             self._awaiting.append((self._publish_seq, waiter, seq))
+            self._up_confirms = True
         self._publishes += 1
         self._up_bytes += len(message.body)
         if self._up_bytes > _FRAME_BYTES:
+            self._seal_frame()
             self._up = self._frames.up.add()
             self._up_bytes = 0
         self._changed()
+
+    def _seal_frame(self) -> None:
+        """The current frame takes no more publishes: whether the home node must confirm them."""
+        if not self._up_confirms and self._up.publishes:
+            self._up.unconfirmed = True
+        self._up_confirms = False
 
     async def subscribe(
         self,
@@ -268,6 +277,7 @@ class QueueLink:
 
     def _take(self) -> queues_pb2.ToHome:
         """The batch waiting for the connection, its control frame first; a new one begins."""
+        self._seal_frame()
         frames, control = self._frames, self._control
         for outcome, ids in (
             (Outcome.ACK, self._acks),
@@ -395,6 +405,7 @@ class QueueLink:
         self.generation += 1
         self.queues_congested = False
         self._frames, self._control, self._up = _new_batch()
+        self._up_confirms = False
         self._up_bytes = self._publishes = 0
         self._has_up = False
         self._acks.clear()
