@@ -53,6 +53,11 @@ _RETRY_SECONDS = (0.2, 0.5, 1.0, 2.0)
 # Publishes waiting for the connection beyond which their publishers are held back (they resume
 # once the writer takes them).
 _CONGESTED_PUBLISHES = 20_000
+# While this node's clients have frames waiting for their next turn, a batch waits up to this
+# many turns (unless it has this many publishes already) so that it goes in fewer, larger writes:
+# each write costs both nodes a system call and a wake-up. An idle node writes at once.
+_BUSY_TURNS = 2
+_FULL_BATCH = 256
 
 
 class _State(Enum):
@@ -75,10 +80,13 @@ class QueueLink:
         address_of: Callable[[str], str | None],
         open_data: Opener,
         applied_index: Callable[[], int],
+        busy: Callable[[], bool] = lambda: False,
         throttle: LogThrottle | None = None,
     ) -> None:
         self.node = node
         self._applied_index = applied_index
+        self._busy = busy
+        self._waited_turns = 0
         self.generation = 0
         self.throttled: set[Any] = set()
         # What the home node said of the queues of its last confirmed publishes.
@@ -269,6 +277,15 @@ class QueueLink:
         if state is _State.UP:
             connection = self._connection
             if self._has_up and connection is not None and connection.can_write:
+                if (
+                    self._waited_turns < _BUSY_TURNS
+                    and self._publishes < _FULL_BATCH
+                    and self._busy()
+                ):
+                    self._waited_turns += 1
+                    self._schedule_flush()
+                    return
+                self._waited_turns = 0
                 connection.write(self._take().SerializeToString())
         elif state is _State.IDLE:
             self._start()
@@ -452,11 +469,13 @@ class QueueLinks:
         address_of: Callable[[str], str | None],
         peers: PeerChannels,
         applied_index: Callable[[], int],
+        busy: Callable[[], bool],
         tls: ssl.SSLContext | None = None,
     ) -> None:
         self._address_of = address_of
         self._peers = peers
         self._applied_index = applied_index
+        self._busy = busy
         self._tls = tls
         self._throttle = LogThrottle()
         self._links: dict[str, QueueLink] = {}
@@ -465,7 +484,12 @@ class QueueLinks:
         link = self._links.get(node)
         if link is None:
             link = self._links[node] = QueueLink(
-                node, self._address_of, self._open, self._applied_index, self._throttle
+                node,
+                self._address_of,
+                self._open,
+                self._applied_index,
+                self._busy,
+                self._throttle,
             )
         return link
 
