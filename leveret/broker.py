@@ -50,6 +50,10 @@ class Broker:
         self.metadata: MetadataStore
         # The links that carry operations on queues homed on other nodes to those nodes.
         self.links: HomeLinks | None = None
+        # Client connections whose frames already read wait for another turn of the event loop
+        # (the node is busy): output to other nodes may then wait a turn or two to go in fewer,
+        # larger writes.
+        self.connections_mid_read = 0
         # The federation links this node runs, when the node has the federation extension.
         self.federation: FederationLinks | None = None
         # How many connections ("vhost", "user") or channels ("user_channels") the other nodes

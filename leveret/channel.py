@@ -789,6 +789,9 @@ class Channel:
     def throttle(self, link: HomeLink) -> None:
         self.session.throttle(link)
 
+    def home_congested(self) -> None:
+        self.session.publishes_to_congested_queue = True
+
     def _confirm_remote(self) -> None:
         self._confirm_scheduled = False
         if not self.closed:

@@ -24,17 +24,17 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12proto/queues.proto\x12\x0eleveret.queues\"z\n\x07Publish\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\r\n\x05vhost\x18\x02 \x01(\t\x12\x0e\n\x06queues\x18\x03 \x03(\t\x12\x10\n\x08\x65xchange\x18\x04 \x01(\t\x12\x13\n\x0brouting_key\x18\x05 \x01(\t\x12\x0e\n\x06header\x18\x06 \x01(\x0c\x12\x0c\n\x04\x62ody\x18\x07 \x01(\x0c\"\xb2\x01\n\tSubscribe\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\x12\r\n\x05vhost\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12\x0b\n\x03tag\x18\x04 \x01(\t\x12\x0e\n\x06no_ack\x18\x05 \x01(\x08\x12\x11\n\texclusive\x18\x06 \x01(\x08\x12\x10\n\x08priority\x18\x07 \x01(\x03\x12\x10\n\x08prefetch\x18\x08 \x01(\r\x12\x0e\n\x06\x63redit\x18\t \x01(\r\x12\x11\n\targuments\x18\n \x01(\x0c\"\x1a\n\x06\x43\x61ncel\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\"*\n\x06\x43redit\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\x12\x0e\n\x06\x63redit\x18\x02 \x01(\r\"F\n\x06Settle\x12(\n\x07outcome\x18\x01 \x01(\x0e\x32\x17.leveret.queues.Outcome\x12\x12\n\ndeliveries\x18\x02 \x03(\x04\"\x82\x01\n\x07Request\x12\n\n\x02id\x18\x01 \x01(\x04\x12)\n\x04kind\x18\x02 \x01(\x0e\x32\x1b.leveret.queues.RequestKind\x12\r\n\x05vhost\x18\x03 \x01(\t\x12\r\n\x05queue\x18\x04 \x01(\t\x12\x0e\n\x06no_ack\x18\x05 \x01(\x08\x12\x12\n\nview_query\x18\x06 \x01(\t\"\x96\x02\n\x02Up\x12*\n\tpublishes\x18\x01 \x03(\x0b\x32\x17.leveret.queues.Publish\x12-\n\nsubscribes\x18\x02 \x03(\x0b\x32\x19.leveret.queues.Subscribe\x12\'\n\x07\x63\x61ncels\x18\x03 \x03(\x0b\x32\x16.leveret.queues.Cancel\x12\'\n\x07\x63redits\x18\x04 \x03(\x0b\x32\x16.leveret.queues.Credit\x12\'\n\x07settles\x18\x05 \x03(\x0b\x32\x16.leveret.queues.Settle\x12)\n\x08requests\x18\x06 \x03(\x0b\x32\x17.leveret.queues.Request\x12\x0f\n\x07\x61pplied\x18\x07 \x01(\x04\"(\n\x07\x43onfirm\x12\x0c\n\x04upto\x18\x01 \x01(\x04\x12\x0f\n\x07refused\x18\x02 \x03(\x04\"\x82\x01\n\x08\x44\x65livery\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\x12\n\n\x02id\x18\x02 \x01(\x04\x12\x13\n\x0bredelivered\x18\x03 \x01(\x08\x12\x10\n\x08\x65xchange\x18\x04 \x01(\t\x12\x13\n\x0brouting_key\x18\x05 \x01(\t\x12\x0e\n\x06header\x18\x06 \x01(\x0c\x12\x0c\n\x04\x62ody\x18\x07 \x01(\x0c\":\n\nSubscribed\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ode\x18\x02 \x01(\r\x12\x0c\n\x04text\x18\x03 \x01(\t\"\x1d\n\tCancelled\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\"\xc5\x01\n\x05Reply\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ode\x18\x02 \x01(\r\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x15\n\rmessage_count\x18\x04 \x01(\x04\x12\x16\n\x0e\x63onsumer_count\x18\x05 \x01(\r\x12*\n\x08\x64\x65livery\x18\x06 \x01(\x0b\x32\x18.leveret.queues.Delivery\x12\x14\n\x0chas_delivery\x18\x07 \x01(\x08\x12\x15\n\runacked_count\x18\x08 \x01(\x04\x12\x0c\n\x04view\x18\t \x01(\x0c\"\xe5\x01\n\x04\x44own\x12)\n\x08\x63onfirms\x18\x01 \x03(\x0b\x32\x17.leveret.queues.Confirm\x12,\n\ndeliveries\x18\x02 \x03(\x0b\x32\x18.leveret.queues.Delivery\x12.\n\nsubscribed\x18\x03 \x03(\x0b\x32\x1a.leveret.queues.Subscribed\x12,\n\tcancelled\x18\x04 \x03(\x0b\x32\x19.leveret.queues.Cancelled\x12&\n\x07replies\x18\x05 \x03(\x0b\x32\x15.leveret.queues.Reply\"\x1a\n\tChallenge\x12\r\n\x05nonce\x18\x01 \x01(\t\"4\n\x05Hello\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x0c\n\x04\x61uth\x18\x03 \x01(\t\"\x1a\n\x07Verdict\x12\x0f\n\x07refused\x18\x01 \x01(\t\"N\n\x06ToHome\x12\x1e\n\x02up\x18\x01 \x03(\x0b\x32\x12.leveret.queues.Up\x12$\n\x05hello\x18\x02 \x01(\x0b\x32\x15.leveret.queues.Hello\"\x86\x01\n\x08\x46romHome\x12\"\n\x04\x64own\x18\x01 \x03(\x0b\x32\x14.leveret.queues.Down\x12,\n\tchallenge\x18\x02 \x01(\x0b\x32\x19.leveret.queues.Challenge\x12(\n\x07verdict\x18\x03 \x01(\x0b\x32\x17.leveret.queues.Verdict\"\x0f\n\rLocateRequest\"\x18\n\x08Location\x12\x0c\n\x04port\x18\x01 \x01(\r*+\n\x07Outcome\x12\x07\n\x03\x41\x43K\x10\x00\x12\n\n\x06REJECT\x10\x01\x12\x0b\n\x07REQUEUE\x10\x02*7\n\x0bRequestKind\x12\n\n\x06STATUS\x10\x00\x12\x07\n\x03GET\x10\x01\x12\t\n\x05PURGE\x10\x02\x12\x08\n\x04VIEW\x10\x03\x32K\n\x06Queues\x12\x41\n\x06Locate\x12\x1d.leveret.queues.LocateRequest\x1a\x18.leveret.queues.Locationb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12proto/queues.proto\x12\x0eleveret.queues\"z\n\x07Publish\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\r\n\x05vhost\x18\x02 \x01(\t\x12\x0e\n\x06queues\x18\x03 \x03(\t\x12\x10\n\x08\x65xchange\x18\x04 \x01(\t\x12\x13\n\x0brouting_key\x18\x05 \x01(\t\x12\x0e\n\x06header\x18\x06 \x01(\x0c\x12\x0c\n\x04\x62ody\x18\x07 \x01(\x0c\"\xb2\x01\n\tSubscribe\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\x12\r\n\x05vhost\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12\x0b\n\x03tag\x18\x04 \x01(\t\x12\x0e\n\x06no_ack\x18\x05 \x01(\x08\x12\x11\n\texclusive\x18\x06 \x01(\x08\x12\x10\n\x08priority\x18\x07 \x01(\x03\x12\x10\n\x08prefetch\x18\x08 \x01(\r\x12\x0e\n\x06\x63redit\x18\t \x01(\r\x12\x11\n\targuments\x18\n \x01(\x0c\"\x1a\n\x06\x43\x61ncel\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\"*\n\x06\x43redit\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\x12\x0e\n\x06\x63redit\x18\x02 \x01(\r\"F\n\x06Settle\x12(\n\x07outcome\x18\x01 \x01(\x0e\x32\x17.leveret.queues.Outcome\x12\x12\n\ndeliveries\x18\x02 \x03(\x04\"\x82\x01\n\x07Request\x12\n\n\x02id\x18\x01 \x01(\x04\x12)\n\x04kind\x18\x02 \x01(\x0e\x32\x1b.leveret.queues.RequestKind\x12\r\n\x05vhost\x18\x03 \x01(\t\x12\r\n\x05queue\x18\x04 \x01(\t\x12\x0e\n\x06no_ack\x18\x05 \x01(\x08\x12\x12\n\nview_query\x18\x06 \x01(\t\"\xab\x02\n\x02Up\x12*\n\tpublishes\x18\x01 \x03(\x0b\x32\x17.leveret.queues.Publish\x12-\n\nsubscribes\x18\x02 \x03(\x0b\x32\x19.leveret.queues.Subscribe\x12\'\n\x07\x63\x61ncels\x18\x03 \x03(\x0b\x32\x16.leveret.queues.Cancel\x12\'\n\x07\x63redits\x18\x04 \x03(\x0b\x32\x16.leveret.queues.Credit\x12\'\n\x07settles\x18\x05 \x03(\x0b\x32\x16.leveret.queues.Settle\x12)\n\x08requests\x18\x06 \x03(\x0b\x32\x17.leveret.queues.Request\x12\x0f\n\x07\x61pplied\x18\x07 \x01(\x04\x12\x13\n\x0bunconfirmed\x18\x08 \x01(\x08\";\n\x07\x43onfirm\x12\x0c\n\x04upto\x18\x01 \x01(\x04\x12\x0f\n\x07refused\x18\x02 \x03(\x04\x12\x11\n\tcongested\x18\x03 \x01(\x08\"\x82\x01\n\x08\x44\x65livery\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\x12\n\n\x02id\x18\x02 \x01(\x04\x12\x13\n\x0bredelivered\x18\x03 \x01(\x08\x12\x10\n\x08\x65xchange\x18\x04 \x01(\t\x12\x13\n\x0brouting_key\x18\x05 \x01(\t\x12\x0e\n\x06header\x18\x06 \x01(\x0c\x12\x0c\n\x04\x62ody\x18\x07 \x01(\x0c\":\n\nSubscribed\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ode\x18\x02 \x01(\r\x12\x0c\n\x04text\x18\x03 \x01(\t\"\x1d\n\tCancelled\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\x04\"\xc5\x01\n\x05Reply\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ode\x18\x02 \x01(\r\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x15\n\rmessage_count\x18\x04 \x01(\x04\x12\x16\n\x0e\x63onsumer_count\x18\x05 \x01(\r\x12*\n\x08\x64\x65livery\x18\x06 \x01(\x0b\x32\x18.leveret.queues.Delivery\x12\x14\n\x0chas_delivery\x18\x07 \x01(\x08\x12\x15\n\runacked_count\x18\x08 \x01(\x04\x12\x0c\n\x04view\x18\t \x01(\x0c\"\xe5\x01\n\x04\x44own\x12)\n\x08\x63onfirms\x18\x01 \x03(\x0b\x32\x17.leveret.queues.Confirm\x12,\n\ndeliveries\x18\x02 \x03(\x0b\x32\x18.leveret.queues.Delivery\x12.\n\nsubscribed\x18\x03 \x03(\x0b\x32\x1a.leveret.queues.Subscribed\x12,\n\tcancelled\x18\x04 \x03(\x0b\x32\x19.leveret.queues.Cancelled\x12&\n\x07replies\x18\x05 \x03(\x0b\x32\x15.leveret.queues.Reply\"\x1a\n\tChallenge\x12\r\n\x05nonce\x18\x01 \x01(\t\"4\n\x05Hello\x12\x0c\n\x04node\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x0c\n\x04\x61uth\x18\x03 \x01(\t\"\x1a\n\x07Verdict\x12\x0f\n\x07refused\x18\x01 \x01(\t\"N\n\x06ToHome\x12\x1e\n\x02up\x18\x01 \x03(\x0b\x32\x12.leveret.queues.Up\x12$\n\x05hello\x18\x02 \x01(\x0b\x32\x15.leveret.queues.Hello\"\x86\x01\n\x08\x46romHome\x12\"\n\x04\x64own\x18\x01 \x03(\x0b\x32\x14.leveret.queues.Down\x12,\n\tchallenge\x18\x02 \x01(\x0b\x32\x19.leveret.queues.Challenge\x12(\n\x07verdict\x18\x03 \x01(\x0b\x32\x17.leveret.queues.Verdict\"\x0f\n\rLocateRequest\"\x18\n\x08Location\x12\x0c\n\x04port\x18\x01 \x01(\r*+\n\x07Outcome\x12\x07\n\x03\x41\x43K\x10\x00\x12\n\n\x06REJECT\x10\x01\x12\x0b\n\x07REQUEUE\x10\x02*7\n\x0bRequestKind\x12\n\n\x06STATUS\x10\x00\x12\x07\n\x03GET\x10\x01\x12\t\n\x05PURGE\x10\x02\x12\x08\n\x04VIEW\x10\x03\x32K\n\x06Queues\x12\x41\n\x06Locate\x12\x1d.leveret.queues.LocateRequest\x1a\x18.leveret.queues.Locationb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'proto.queues_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_OUTCOME']._serialized_start=1969
-  _globals['_OUTCOME']._serialized_end=2012
-  _globals['_REQUESTKIND']._serialized_start=2014
-  _globals['_REQUESTKIND']._serialized_end=2069
+  _globals['_OUTCOME']._serialized_start=2009
+  _globals['_OUTCOME']._serialized_end=2052
+  _globals['_REQUESTKIND']._serialized_start=2054
+  _globals['_REQUESTKIND']._serialized_end=2109
   _globals['_PUBLISH']._serialized_start=38
   _globals['_PUBLISH']._serialized_end=160
   _globals['_SUBSCRIBE']._serialized_start=163
@@ -48,33 +48,33 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_REQUEST']._serialized_start=488
   _globals['_REQUEST']._serialized_end=618
   _globals['_UP']._serialized_start=621
-  _globals['_UP']._serialized_end=899
-  _globals['_CONFIRM']._serialized_start=901
-  _globals['_CONFIRM']._serialized_end=941
-  _globals['_DELIVERY']._serialized_start=944
-  _globals['_DELIVERY']._serialized_end=1074
-  _globals['_SUBSCRIBED']._serialized_start=1076
-  _globals['_SUBSCRIBED']._serialized_end=1134
-  _globals['_CANCELLED']._serialized_start=1136
-  _globals['_CANCELLED']._serialized_end=1165
-  _globals['_REPLY']._serialized_start=1168
-  _globals['_REPLY']._serialized_end=1365
-  _globals['_DOWN']._serialized_start=1368
-  _globals['_DOWN']._serialized_end=1597
-  _globals['_CHALLENGE']._serialized_start=1599
-  _globals['_CHALLENGE']._serialized_end=1625
-  _globals['_HELLO']._serialized_start=1627
-  _globals['_HELLO']._serialized_end=1679
-  _globals['_VERDICT']._serialized_start=1681
-  _globals['_VERDICT']._serialized_end=1707
-  _globals['_TOHOME']._serialized_start=1709
-  _globals['_TOHOME']._serialized_end=1787
-  _globals['_FROMHOME']._serialized_start=1790
-  _globals['_FROMHOME']._serialized_end=1924
-  _globals['_LOCATEREQUEST']._serialized_start=1926
-  _globals['_LOCATEREQUEST']._serialized_end=1941
-  _globals['_LOCATION']._serialized_start=1943
-  _globals['_LOCATION']._serialized_end=1967
-  _globals['_QUEUES']._serialized_start=2071
-  _globals['_QUEUES']._serialized_end=2146
+  _globals['_UP']._serialized_end=920
+  _globals['_CONFIRM']._serialized_start=922
+  _globals['_CONFIRM']._serialized_end=981
+  _globals['_DELIVERY']._serialized_start=984
+  _globals['_DELIVERY']._serialized_end=1114
+  _globals['_SUBSCRIBED']._serialized_start=1116
+  _globals['_SUBSCRIBED']._serialized_end=1174
+  _globals['_CANCELLED']._serialized_start=1176
+  _globals['_CANCELLED']._serialized_end=1205
+  _globals['_REPLY']._serialized_start=1208
+  _globals['_REPLY']._serialized_end=1405
+  _globals['_DOWN']._serialized_start=1408
+  _globals['_DOWN']._serialized_end=1637
+  _globals['_CHALLENGE']._serialized_start=1639
+  _globals['_CHALLENGE']._serialized_end=1665
+  _globals['_HELLO']._serialized_start=1667
+  _globals['_HELLO']._serialized_end=1719
+  _globals['_VERDICT']._serialized_start=1721
+  _globals['_VERDICT']._serialized_end=1747
+  _globals['_TOHOME']._serialized_start=1749
+  _globals['_TOHOME']._serialized_end=1827
+  _globals['_FROMHOME']._serialized_start=1830
+  _globals['_FROMHOME']._serialized_end=1964
+  _globals['_LOCATEREQUEST']._serialized_start=1966
+  _globals['_LOCATEREQUEST']._serialized_end=1981
+  _globals['_LOCATION']._serialized_start=1983
+  _globals['_LOCATION']._serialized_end=2007
+  _globals['_QUEUES']._serialized_start=2111
+  _globals['_QUEUES']._serialized_end=2186
 # @@protoc_insertion_point(module_scope)

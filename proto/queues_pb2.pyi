@@ -108,7 +108,7 @@ class Request(_message.Message):
     def __init__(self, id: _Optional[int] = ..., kind: _Optional[_Union[RequestKind, str]] = ..., vhost: _Optional[str] = ..., queue: _Optional[str] = ..., no_ack: _Optional[bool] = ..., view_query: _Optional[str] = ...) -> None: ...
 
 class Up(_message.Message):
-    __slots__ = ("publishes", "subscribes", "cancels", "credits", "settles", "requests", "applied")
+    __slots__ = ("publishes", "subscribes", "cancels", "credits", "settles", "requests", "applied", "unconfirmed")
     PUBLISHES_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIBES_FIELD_NUMBER: _ClassVar[int]
     CANCELS_FIELD_NUMBER: _ClassVar[int]
@@ -116,6 +116,7 @@ class Up(_message.Message):
     SETTLES_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_FIELD_NUMBER: _ClassVar[int]
     APPLIED_FIELD_NUMBER: _ClassVar[int]
+    UNCONFIRMED_FIELD_NUMBER: _ClassVar[int]
     publishes: _containers.RepeatedCompositeFieldContainer[Publish]
     subscribes: _containers.RepeatedCompositeFieldContainer[Subscribe]
     cancels: _containers.RepeatedCompositeFieldContainer[Cancel]
@@ -123,15 +124,18 @@ class Up(_message.Message):
     settles: _containers.RepeatedCompositeFieldContainer[Settle]
     requests: _containers.RepeatedCompositeFieldContainer[Request]
     applied: int
-    def __init__(self, publishes: _Optional[_Iterable[_Union[Publish, _Mapping]]] = ..., subscribes: _Optional[_Iterable[_Union[Subscribe, _Mapping]]] = ..., cancels: _Optional[_Iterable[_Union[Cancel, _Mapping]]] = ..., credits: _Optional[_Iterable[_Union[Credit, _Mapping]]] = ..., settles: _Optional[_Iterable[_Union[Settle, _Mapping]]] = ..., requests: _Optional[_Iterable[_Union[Request, _Mapping]]] = ..., applied: _Optional[int] = ...) -> None: ...
+    unconfirmed: bool
+    def __init__(self, publishes: _Optional[_Iterable[_Union[Publish, _Mapping]]] = ..., subscribes: _Optional[_Iterable[_Union[Subscribe, _Mapping]]] = ..., cancels: _Optional[_Iterable[_Union[Cancel, _Mapping]]] = ..., credits: _Optional[_Iterable[_Union[Credit, _Mapping]]] = ..., settles: _Optional[_Iterable[_Union[Settle, _Mapping]]] = ..., requests: _Optional[_Iterable[_Union[Request, _Mapping]]] = ..., applied: _Optional[int] = ..., unconfirmed: _Optional[bool] = ...) -> None: ...
 
 class Confirm(_message.Message):
-    __slots__ = ("upto", "refused")
+    __slots__ = ("upto", "refused", "congested")
     UPTO_FIELD_NUMBER: _ClassVar[int]
     REFUSED_FIELD_NUMBER: _ClassVar[int]
+    CONGESTED_FIELD_NUMBER: _ClassVar[int]
     upto: int
     refused: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, upto: _Optional[int] = ..., refused: _Optional[_Iterable[int]] = ...) -> None: ...
+    congested: bool
+    def __init__(self, upto: _Optional[int] = ..., refused: _Optional[_Iterable[int]] = ..., congested: _Optional[bool] = ...) -> None: ...
 
 class Delivery(_message.Message):
     __slots__ = ("consumer", "id", "redelivered", "exchange", "routing_key", "header", "body")

@@ -99,6 +99,9 @@ class HomeSession:
         self._refused: list[int] = []
         self._syncs_pending = 0
         self._needs_sync = False  # a publish of the batch being applied went to disk
+        self._confirming = True  # whether the batch being applied waits for its confirm
+        # Whether a queue the last batch went to has a backlog its consumers fall behind on.
+        self._congested = False
 
     @property
     def consumer_count(self) -> int:
@@ -109,7 +112,7 @@ class HomeSession:
 
     def receive(self, up: queues_pb2.Up) -> None:
         if up.publishes:
-            self._publish(up.publishes)
+            self._publish(up.publishes, not up.unconfirmed)
         for subscribe in up.subscribes:
             self._subscribe(subscribe)
         for credit in up.credits:
@@ -141,9 +144,13 @@ class HomeSession:
 
     # --- publishing ---------------------------------------------------------------------------
 
-    def _publish(self, publishes: Any) -> None:
+    def _publish(self, publishes: Any, confirm: bool) -> None:
+        """Deliver `publishes` and, when they wait for it or the queues' congestion changed,
+        confirm them (the highest seq confirms the publishes of earlier frames too)."""
         self._needs_sync = False
+        self._confirming = confirm
         upto = 0
+        congested = False
         for publish in publishes:
             upto = publish.seq
             vhost = self.broker.vhosts.get(publish.vhost)
@@ -154,6 +161,12 @@ class HomeSession:
                 queue = vhost.queues.get(name)
                 if queue is not None and not queue.deleted:
                     queue.deliver(message, self, upto)
+                    congested = congested or queue.congested
+        if congested != self._congested:
+            self._congested = congested
+            confirm = True
+        if not confirm:
+            return
         stores = self.broker.stores
         if self._needs_sync and stores is not None:
             self._syncs_pending += 1
@@ -167,6 +180,8 @@ class HomeSession:
         self._needs_sync = True
 
     def refused(self, seq: int) -> None:
+        if not self._confirming:
+            return  # nobody waits to hear it
         refused = self._refused
         if not refused or refused[-1] != seq:  # once, if several of its queues refuse it
             refused.append(seq)
@@ -189,6 +204,7 @@ class HomeSession:
         self._taken_upto = upto
         confirm = self._out.confirms.add()
         confirm.upto = upto
+        confirm.congested = self._congested
         if self._refused:
             confirm.refused.extend(self._refused)
             self._refused.clear()

@@ -121,6 +121,7 @@ class ClusterPlugin:
             self.service.address_of,
             self.service.peers,
             lambda: self.service.applied_index,
+            lambda: self._broker.connections_mid_read > 0,
             tls.client_context() if tls else None,
         )
         self._broker.link_queues(self._links)

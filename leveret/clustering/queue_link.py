@@ -53,6 +53,11 @@ _RETRY_SECONDS = (0.2, 0.5, 1.0, 2.0)
 # Publishes waiting for the connection beyond which their publishers are held back (they resume
 # once the writer takes them).
 _CONGESTED_PUBLISHES = 20_000
+# While this node's clients have frames waiting for their next turn, a batch waits up to this
+# many turns (unless it has this many publishes already) so that it goes in fewer, larger writes:
+# each write costs both nodes a system call and a wake-up. An idle node writes at once.
+_BUSY_TURNS = 2
+_FULL_BATCH = 256
 
 
 class _State(Enum):
@@ -75,12 +80,17 @@ class QueueLink:
         address_of: Callable[[str], str | None],
         open_data: Opener,
         applied_index: Callable[[], int],
+        busy: Callable[[], bool] = lambda: False,
         throttle: LogThrottle | None = None,
     ) -> None:
         self.node = node
         self._applied_index = applied_index
+        self._busy = busy
+        self._waited_turns = 0
         self.generation = 0
         self.throttled: set[Any] = set()
+        # What the home node said of the queues of its last confirmed publishes.
+        self.queues_congested = False
         self._address_of = address_of
         self._open_data = open_data
         self._throttle = throttle or LogThrottle()
@@ -93,6 +103,7 @@ class QueueLink:
         self._frames, self._control, self._up = _new_batch()
         self._up_bytes = 0
         self._publishes = 0
+        self._up_confirms = False  # whether a publish of the current frame awaits its confirm
         self._has_up = False
         self._flush_scheduled = False
         self._task: asyncio.Task[None] | None = None
@@ -155,12 +166,20 @@ class QueueLink:
         publish.body = message.body
         if waiter is not None:
             self._awaiting.append((self._publish_seq, waiter, seq))
+            self._up_confirms = True
         self._publishes += 1
         self._up_bytes += len(message.body)
         if self._up_bytes > _FRAME_BYTES:
+            self._seal_frame()
             self._up = self._frames.up.add()
             self._up_bytes = 0
         self._changed()
+
+    def _seal_frame(self) -> None:
+        """The current frame takes no more publishes: whether the home node must confirm them."""
+        if not self._up_confirms and self._up.publishes:
+            self._up.unconfirmed = True
+        self._up_confirms = False
 
     async def subscribe(
         self,
@@ -265,6 +284,15 @@ class QueueLink:
         if state is _State.UP:
             connection = self._connection
             if self._has_up and connection is not None and connection.can_write:
+                if (
+                    self._waited_turns < _BUSY_TURNS
+                    and self._publishes < _FULL_BATCH
+                    and self._busy()
+                ):
+                    self._waited_turns += 1
+                    self._schedule_flush()
+                    return
+                self._waited_turns = 0
                 connection.write(self._take().SerializeToString())
         elif state is _State.IDLE:
             self._start()
@@ -273,6 +301,7 @@ class QueueLink:
 
     def _take(self) -> queues_pb2.ToHome:
         """The batch waiting for the connection, its control frame first; a new one begins."""
+        self._seal_frame()
         frames, control = self._frames, self._control
         for outcome, ids in (
             (Outcome.ACK, self._acks),
@@ -351,6 +380,7 @@ class QueueLink:
     def received(self, down: queues_pb2.Down) -> None:
         for confirm in down.confirms:
             self._confirmed(confirm.upto, set(confirm.refused) if confirm.refused else None)
+            self.queues_congested = confirm.congested
         for answer in down.subscribed:
             future = self._subscribing.pop(answer.consumer, None)
             if future is None or future.done():
@@ -398,7 +428,9 @@ class QueueLink:
     def _fail(self) -> None:
         """Everything that waited on the connection that broke fails now."""
         self.generation += 1
+        self.queues_congested = False
         self._frames, self._control, self._up = _new_batch()
+        self._up_confirms = False
         self._up_bytes = self._publishes = 0
         self._has_up = False
         self._acks.clear()
@@ -445,11 +477,13 @@ class QueueLinks:
         address_of: Callable[[str], str | None],
         peers: PeerChannels,
         applied_index: Callable[[], int],
+        busy: Callable[[], bool],
         tls: ssl.SSLContext | None = None,
     ) -> None:
         self._address_of = address_of
         self._peers = peers
         self._applied_index = applied_index
+        self._busy = busy
         self._tls = tls
         self._throttle = LogThrottle()
         self._links: dict[str, QueueLink] = {}
@@ -458,7 +492,12 @@ class QueueLinks:
         link = self._links.get(node)
         if link is None:
             link = self._links[node] = QueueLink(
-                node, self._address_of, self._open, self._applied_index, self._throttle
+                node,
+                self._address_of,
+                self._open,
+                self._applied_index,
+                self._busy,
+                self._throttle,
             )
         return link
 

@@ -122,6 +122,11 @@ class Publisher(Confirming, ConfirmWaiter, Protocol):
         """The link to a home node is congested: read no more until it releases the publisher."""
         ...
 
+    def home_congested(self) -> None:
+        """Queues of another node it publishes to fall behind: it gets smaller turns, as for
+        `congested`, so that their consumers (perhaps on this node) get the time."""
+        ...
+
 
 class Destinations(Protocol):
     """Where the queues live: the virtual host, its links to other nodes, its message stores."""
@@ -164,8 +169,11 @@ def deliver(
             taken = True
             if confirming is not None:
                 confirming.expect(seq)
-            if link.congested and publisher is not None:
-                publisher.throttle(link)
+            if publisher is not None:
+                if link.congested:
+                    publisher.throttle(link)
+                elif link.queues_congested:
+                    publisher.home_congested()
     return taken
 
 

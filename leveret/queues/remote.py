@@ -96,6 +96,8 @@ class HomeLink(Protocol):
     generation: int
     # Publishing connections held back while the link is congested (see Session.throttle).
     throttled: set[Any]
+    # Whether the home node's queues that took the last publishes have consumers falling behind.
+    queues_congested: bool
 
     @property
     def up(self) -> bool:

@@ -156,11 +156,13 @@ class AMQPProtocol(asyncio.Protocol):
         pending = session is not None and not self._closing and session.conn.has_buffered_frames
         if pending and not self._turn_pending:
             self._turn_pending = True
+            self.broker.connections_mid_read += 1
             self.loop.call_soon(self._next_turn)
         self._update_reading()
 
     def _next_turn(self) -> None:
         self._turn_pending = False
+        self.broker.connections_mid_read -= 1
         if self.session is None or self._closing:
             return
         if self._reading:
@@ -294,6 +296,7 @@ class AMQPProtocol(asyncio.Protocol):
             and self.session.conn.has_buffered_frames
         ):
             self._turn_pending = True
+            self.broker.connections_mid_read += 1
             self.loop.call_soon(self._next_turn)
         self._update_reading()
 

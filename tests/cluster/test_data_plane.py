@@ -143,3 +143,92 @@ def test_a_link_reconnects_to_a_home_node_that_restarted(two: Cluster) -> None:
 
     wait_for(published_through_b, 20, 0.2)
     assert get_all(two.nodes[B], "plane-restart") == [b"one", b"two"]
+
+
+class Peer(Stranger):
+    """A plain socket to a node's data port that proves it is node `name` of the cluster and
+    then speaks the data protocol as that node's link would."""
+
+    def __init__(self, cluster: Cluster, home: ClusterNode, name: str) -> None:
+        super().__init__(home)
+        with open(cluster.secret_file, "rb") as file:
+            secret = file.read().strip()
+        values = dict(CallSigner(secret, name, "").metadata(f"{DATA_PATH}/{self.nonce}"))
+        hello = queues_pb2.Hello(
+            node=values["x-leveret-node"],
+            address=values["x-leveret-address"],
+            auth=values["x-leveret-auth"],
+        )
+        self.sock.sendall(queues_pb2.ToHome(hello=hello).SerializeToString())
+        assert not self.next_frame().refused
+        self._reader.expect(MAX_FRAME_BYTES, {1: queues_pb2.Down.FromString})
+
+    def send(self, up: queues_pb2.Up) -> None:
+        self.sock.sendall(queues_pb2.ToHome(up=[up]).SerializeToString())
+
+    def downs_until_reply(self) -> list[Any]:
+        """What the node sent back up to and with the next reply to a request."""
+        downs = []
+        for _ in range(10_000):  # heartbeats come once a second; a reply well before this many
+            down = self.next_frame()
+            downs.append(down)
+            if down.replies:
+                return downs
+        raise AssertionError("no reply")
+
+
+def publishes(queue: str, first: int, count: int) -> list[queues_pb2.Publish]:
+    header = b"\x00\x3c\x00\x00" + bytes(8) + b"\x00\x00"  # basic, no properties
+    return [
+        queues_pb2.Publish(seq=seq, vhost="/", queues=[queue], routing_key=queue, header=header)
+        for seq in range(first, first + count)
+    ]
+
+
+def status(queue: str, request: int) -> queues_pb2.Up:
+    ask = queues_pb2.Request(id=request, kind=queues_pb2.STATUS, vhost="/", queue=queue)
+    return queues_pb2.Up(requests=[ask])
+
+
+def test_the_home_node_confirms_what_is_waited_for_and_says_when_a_queue_congests(
+    two: Cluster,
+) -> None:
+    queue = "plane-confirms"
+    declare_on_a(two, queue)
+    peer = Peer(two, two.nodes[A], two.nodes[B].name)
+
+    # Publishes nobody waits for are not confirmed; the others are, in order.
+    peer.send(queues_pb2.Up(publishes=publishes(queue, 1, 3), unconfirmed=True))
+    peer.send(status(queue, 1))
+    downs = peer.downs_until_reply()
+    assert [confirm for down in downs for confirm in down.confirms] == []
+    assert downs[-1].replies[0].message_count == 3
+    peer.send(queues_pb2.Up(publishes=publishes(queue, 4, 1)))
+    peer.send(status(queue, 2))
+    confirms = [confirm for down in peer.downs_until_reply() for confirm in down.confirms]
+    assert [(c.upto, c.congested) for c in confirms] == [(4, False)]
+
+    # A consumer that takes one message and holds it: the queue's backlog grows past what the
+    # home node lets its publishers run ahead of, and it says so, asked or not.
+    with pika.BlockingConnection(pika.URLParameters(url(two.nodes[A]))) as conn:
+        channel = conn.channel()
+        channel.basic_qos(prefetch_count=1)
+        held: list[int] = []
+        channel.basic_consume(queue, lambda _c, method, _p, _b: held.append(method.delivery_tag))
+        wait_for(lambda: conn.process_data_events(0.05) or held, 10, 0)
+        peer.send(queues_pb2.Up(publishes=publishes(queue, 5, 1500), unconfirmed=True))
+        peer.send(status(queue, 3))
+        confirms = [confirm for down in peer.downs_until_reply() for confirm in down.confirms]
+        assert [(c.upto, c.congested) for c in confirms] == [(1504, True)]
+        purge = queues_pb2.Request(id=4, kind=queues_pb2.PURGE, vhost="/", queue=queue)
+        peer.send(queues_pb2.Up(requests=[purge]))
+        peer.downs_until_reply()
+        channel.basic_cancel(channel.consumer_tags[0])
+        channel.basic_ack(held[0])  # the consumer caught up
+        conn.process_data_events(0.1)
+    # The next publish hears it, confirmed though unasked.
+    peer.send(queues_pb2.Up(publishes=publishes(queue, 1505, 1), unconfirmed=True))
+    peer.send(status(queue, 5))
+    confirms = [confirm for down in peer.downs_until_reply() for confirm in down.confirms]
+    assert [(c.upto, c.congested) for c in confirms] == [(1505, False)]
+    peer.sock.close()
