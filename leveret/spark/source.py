@@ -14,10 +14,13 @@ What makes it fast: the queues are consumed by Leveret's small asyncio AMQP clie
 (federation/client.py) on a thread of their own, which parses deliveries inline as they arrive,
 with no task and no Python object per frame, while Spark works on the batch before; with a
 prefetch of twice the batch size the next batch is waiting when Spark asks for it. A micro-batch
-becomes one Arrow record batch built a column at a time (batches.py), cut into partitions that
-carry it to the executors as Arrow IPC, where Spark takes it without converting a row in Python.
-(A SimpleDataSourceStreamReader would be simpler, but Spark then turns the whole batch into rows
-on the driver's JVM alone: measured, the partitions take about 60% of its time per batch.)
+becomes one Arrow record batch built a column at a time (batches.py), cut into Arrow IPC streams
+that the reader holds and serves (batch_server.py) until the batch is committed: a partition only
+names its stream, and the executor fetches it and hands it to Spark as Arrow, without converting
+a row in Python. (Partitions that carried the data were Java-serialized into every task, which
+cost Spark's JVM more CPU per message than anything else. A SimpleDataSourceStreamReader would
+be simpler still, but Spark then turns the whole batch into rows on the driver's JVM alone:
+measured, the partitions take about 60% of its time per batch.)
 
 Offsets count this run's micro-batches ({"batch": n}): queues have no positions to replay from,
 so a batch planned by a run that died reads nothing when replayed (no partitions), and its
