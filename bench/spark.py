@@ -334,22 +334,43 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
+def _cpu_by_process(pids: list[int]) -> dict[str, float]:
+    """CPU seconds so far of each process, by PID and command (java, python3 ...)."""
+    found = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/comm") as comm:
+                name = comm.read().strip()
+        except OSError:
+            continue
+        found[f"{name}[{pid}]"] = cpu_seconds([pid])
+    return found
+
+
 def classic_read(spark: Any, size: int, messages: int, cap: float) -> str:
-    """One row of the table, a queue on a Leveret node into Spark, with the CPU each side used
-    per message over the whole run (the warm-up batch included)."""
+    """One row of the table, a queue on a Leveret node into Spark, with the CPU each process
+    used per message over the whole run (the warm-up batch included)."""
     with running_leveret(cpu=0) as broker:
         _preload(broker.url, messages, size)
         node = process_group_pids(broker.process_group)
-        spark_pids = _descendants(os.getpid())
-        node_before, spark_before = cpu_seconds(node), cpu_seconds(spark_pids)
+        node_before = cpu_seconds(node)
+        before = _cpu_by_process(_descendants(os.getpid()))
         figure = into_spark_connector(spark, broker.url, messages, cap)
         node_cpu = cpu_seconds(node) - node_before
-        spark_cpu = cpu_seconds(_descendants(os.getpid())) - spark_before
+        after = _cpu_by_process(_descendants(os.getpid()))
     per = 1e6 / messages
-    return (
-        f"into Spark, {size} B, connector -> Leveret: {figure.rate:,.0f} msg/s; CPU per message: "
-        f"node {node_cpu * per:.1f} us, Spark with its Python side {spark_cpu * per:.1f} us"
-    )
+    spent = {name: after[name] - before.get(name, 0.0) for name in after}
+    lines = [
+        f"into Spark, {size} B, connector -> Leveret: {figure.rate:,.0f} msg/s; CPU per "
+        f"message: node {node_cpu * per:.1f} us, Spark with its Python side "
+        f"{sum(spent.values()) * per:.1f} us"
+    ]
+    lines += [
+        f"  {name}: {seconds * per:.1f} us"
+        for name, seconds in sorted(spent.items(), key=lambda item: -item[1])
+        if seconds * per >= 0.5
+    ]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
