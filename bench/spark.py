@@ -17,6 +17,7 @@ Leveret node, then RabbitMQ 3.10.8. For 100 B and 1 KiB persistent messages in a
   the connector's batch write, or foreachPartition with pika's confirm_delivery.
 
     .venv/bin/python -m bench.spark --write        # make bench-spark
+    .venv/bin/python -m bench.spark --classic-read 1024   # one row: a queue into Spark, with CPU
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import pika
 from pyspark.sql import SparkSession
 
 from bench.brokers import running_leveret, running_rabbitmq
+from bench.procinfo import cpu_seconds, process_group_pids
 from bench.sections import marks, write_section
 from leveret.amqp.properties import BasicProperties, encode_header_payload
 from leveret.spark import register
@@ -313,12 +315,83 @@ def report(leveret: dict[str, Figure], rabbit: dict[str, Figure], messages: int,
     return "\n".join(lines)
 
 
+def _descendants(root: int) -> list[int]:
+    """`root` and every live process under it (Spark's JVM and its Python workers)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, ()))
+    return found
+
+
+def _cpu_by_process(pids: list[int]) -> dict[str, float]:
+    """CPU seconds so far of each process, by PID and command (java, python3 ...)."""
+    found = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/comm") as comm:
+                name = comm.read().strip()
+        except OSError:
+            continue
+        found[f"{name}[{pid}]"] = cpu_seconds([pid])
+    return found
+
+
+def classic_read(spark: Any, size: int, messages: int, cap: float) -> str:
+    """One row of the table, a queue on a Leveret node into Spark, with the CPU each process
+    used per message over the whole run (the warm-up batch included)."""
+    with running_leveret(cpu=0) as broker:
+        _preload(broker.url, messages, size)
+        node = process_group_pids(broker.process_group)
+        node_before = cpu_seconds(node)
+        before = _cpu_by_process(_descendants(os.getpid()))
+        figure = into_spark_connector(spark, broker.url, messages, cap)
+        node_cpu = cpu_seconds(node) - node_before
+        after = _cpu_by_process(_descendants(os.getpid()))
+    per = 1e6 / messages
+    spent = {name: after[name] - before.get(name, 0.0) for name in after}
+    lines = [
+        f"into Spark, {size} B, connector -> Leveret: {figure.rate:,.0f} msg/s; CPU per "
+        f"message: node {node_cpu * per:.1f} us, Spark with its Python side "
+        f"{sum(spent.values()) * per:.1f} us"
+    ]
+    lines += [
+        f"  {name}: {seconds * per:.1f} us"
+        for name, seconds in sorted(spent.items(), key=lambda item: -item[1])
+        if seconds * per >= 0.5
+    ]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="spark", description=__doc__.split("\n")[0])
     parser.add_argument("--messages", type=int, default=200_000, help="per run")
     parser.add_argument("--cap", type=float, default=90, help="most seconds per stream run")
     parser.add_argument("--write", action="store_true", help="update bench/RESULTS.md")
+    parser.add_argument(
+        "--classic-read",
+        type=int,
+        metavar="SIZE",
+        help="only a queue on a Leveret node into Spark, SIZE-byte messages, with CPU per message",
+    )
     args = parser.parse_args(argv)
+    if args.classic_read:
+        spark = _session()
+        try:
+            print(classic_read(spark, args.classic_read, args.messages, args.cap))
+        finally:
+            spark.stop()
+        return 0
     before = os.getloadavg()[0]
     spark = _session()
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ class SourceOptions:
     wait_seconds: float  # how long a read waits for the first message
     stream: bool  # the queues are stream queues, read by offset (stream_source.py)
     starting_offsets: str  # a stream query's start: earliest, latest or JSON queue -> offset
+    driver_host: str  # where executors fetch a micro-batch from the driver's reader
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,8 @@ def source_options(options: Mapping[str, str]) -> SourceOptions:
         wait_seconds=wait_ms / 1000,
         stream=stream == "true",
         starting_offsets=starting if starting is not None else "latest",
+        # Executors on other hosts need the driver's address (Spark's own, by default).
+        driver_host=options.get("driverHost") or os.environ.get("SPARK_LOCAL_IP") or "127.0.0.1",
     )
 
 

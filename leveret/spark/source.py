@@ -14,10 +14,13 @@ What makes it fast: the queues are consumed by Leveret's small asyncio AMQP clie
 (federation/client.py) on a thread of their own, which parses deliveries inline as they arrive,
 with no task and no Python object per frame, while Spark works on the batch before; with a
 prefetch of twice the batch size the next batch is waiting when Spark asks for it. A micro-batch
-becomes one Arrow record batch built a column at a time (batches.py), cut into partitions that
-carry it to the executors as Arrow IPC, where Spark takes it without converting a row in Python.
-(A SimpleDataSourceStreamReader would be simpler, but Spark then turns the whole batch into rows
-on the driver's JVM alone: measured, the partitions take about 60% of its time per batch.)
+becomes one Arrow record batch built a column at a time (batches.py), cut into Arrow IPC streams
+that the reader holds and serves (batch_server.py) until the batch is committed: a partition only
+names its stream, and the executor fetches it and hands it to Spark as Arrow, without converting
+a row in Python. (Partitions that carried the data were Java-serialized into every task, which
+cost Spark's JVM more CPU per message than anything else. A SimpleDataSourceStreamReader would
+be simpler still, but Spark then turns the whole batch into rows on the driver's JVM alone:
+measured, the partitions take about 60% of its time per batch.)
 
 Offsets count this run's micro-batches ({"batch": n}): queues have no positions to replay from,
 so a batch planned by a run that died reads nothing when replayed (no partitions), and its
@@ -35,6 +38,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 
+from .batch_server import BatchRef, BatchServer, fetch
 from .batches import record_batch
 from .consumer import MAX_PREFETCH, Consumer
 from .options import SourceOptions
@@ -86,14 +90,14 @@ class BatchReader(DataSourceReader):
 
 
 @dataclass
-class ArrowPartition(InputPartition):
-    """A slice of a micro-batch, as an Arrow IPC stream: the driver read it, an executor
-    hands it to Spark."""
+class FetchedPartition(InputPartition):
+    """A slice of a micro-batch, which the executor fetches from the driver's reader."""
 
-    data: bytes
+    ref: BatchRef
 
 
-def _partitions(batch: pa.RecordBatch) -> list[ArrowPartition]:
+def _partitions(batch: pa.RecordBatch) -> list[pa.Buffer]:
+    """The batch cut into Arrow IPC streams of about _PARTITION_ROWS rows each."""
     count = min(_MAX_PARTITIONS, -(-batch.num_rows // _PARTITION_ROWS))
     size = -(-batch.num_rows // count)
     partitions = []
@@ -101,7 +105,7 @@ def _partitions(batch: pa.RecordBatch) -> list[ArrowPartition]:
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, batch.schema) as stream:
             stream.write_batch(batch.slice(start, size))
-        partitions.append(ArrowPartition(sink.getvalue().to_pybytes()))
+        partitions.append(sink.getvalue())
     return partitions
 
 
@@ -112,8 +116,11 @@ class StreamReader(DataSourceStreamReader):
         self.options = options
         self._consumer: Consumer | None = None
         self._handed_out = 0  # the last batch this run read
-        # Each batch read and not yet acknowledged: its last tag per queue, and its data.
-        self._pending: dict[int, tuple[dict[str, int], pa.RecordBatch]] = {}
+        # Each batch read and not yet acknowledged: its last tag per queue; the server holds
+        # its data, and the partitions handed to Spark once planned.
+        self._pending: dict[int, dict[str, int]] = {}
+        self._planned: dict[int, list[FetchedPartition]] = {}
+        self._server: BatchServer | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {"options": self.options}  # never the connections
@@ -151,33 +158,43 @@ class StreamReader(DataSourceStreamReader):
             return {"batch": done}
         # Numbered on from `start`, which after a restart is the last batch of the run before.
         batch = max(done, self._handed_out) + 1
-        self._pending[batch] = (consumer.last_tags(taken), record_batch(taken))
+        self._pending[batch] = consumer.last_tags(taken)
+        if self._server is None:
+            self._server = BatchServer(options.driver_host)
+        refs = self._server.hold(batch, _partitions(record_batch(taken)))
+        self._planned[batch] = [FetchedPartition(ref) for ref in refs]
         self._handed_out = batch
         return {"batch": batch}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
-        pending = [
-            data
-            for batch, (_tags, data) in sorted(self._pending.items())
-            if start["batch"] < batch <= end["batch"]
-        ]
-        # None pending: a batch planned by a run that died. Its messages went back to their
+        # None planned: a batch planned by a run that died. Its messages went back to their
         # queues, marked redelivered, and arrive in this run's next batches.
-        return [part for data in pending for part in _partitions(data)]
+        return [
+            part
+            for batch, parts in sorted(self._planned.items())
+            if start["batch"] < batch <= end["batch"]
+            for part in parts
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, ArrowPartition)
-        yield from pa.ipc.open_stream(partition.data).read_all().to_batches()
+        assert isinstance(partition, FetchedPartition)
+        yield from pa.ipc.open_stream(fetch(partition.ref)).read_all().to_batches()
 
     def commit(self, end: dict[str, int]) -> None:
         done: dict[str, int] = {}
         for batch in sorted(self._pending):
             if batch <= end["batch"]:
-                done.update(self._pending.pop(batch)[0])  # later batches carry later tags
+                done.update(self._pending.pop(batch))  # later batches carry later tags
+                self._planned.pop(batch, None)
+        if self._server is not None:
+            self._server.drop_through(end["batch"])
         if done and self._consumer is not None:
             self._consumer.acknowledge(done)
 
     def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        self._server = None
         if self._consumer is not None:
             self._consumer.close()
         self._consumer = None

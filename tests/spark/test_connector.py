@@ -5,8 +5,10 @@ the option or column at fault."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import pickle
 import socket
 import tempfile
 import urllib.request
@@ -20,6 +22,7 @@ from tests.spark.conftest import count, declare, drain, publish, unacked
 from tests.support.node import NodeProcess, wait_for
 
 try:
+    from leveret.spark.batch_server import FetchError, fetch
     from leveret.spark.options import source_options
     from leveret.spark.source import StreamReader
 except ImportError as missing:  # pyspark is the spark extra
@@ -263,6 +266,37 @@ def test_an_uncommitted_micro_batch_comes_back_redelivered(node: NodeProcess) ->
     wait_for(lambda: unacked(node.management_url, "spark.atleastonce") == 0, 10, 0.05)
     second.stop()
     assert count(node.url, "spark.atleastonce") == 0
+
+
+def test_executors_fetch_a_planned_batch_until_it_is_committed(node: NodeProcess) -> None:
+    """A micro-batch's partitions name its data on the driver, not carry it: a retried task
+    reads the same rows again until the commit, after which (or with a wrong token) the
+    driver's reader refuses it, and stop() closes the reader's port."""
+    declare(node.url, "spark.fetch")
+    bodies = [b"m%d" % i for i in range(3000)]
+    publish(node.url, "spark.fetch", bodies)
+    options = source_options({"uri": node.url, "queue": "spark.fetch", "maxMessages": "3000"})
+    reader = StreamReader(options)
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, None)
+    parts = reader.partitions(start, end)
+    assert parts
+    assert all(len(pickle.dumps(part)) < 1024 for part in parts)  # no rows in Spark's tasks
+    first = _rows(reader, start, end)
+    assert first
+    assert [row["body"] for row in first] == bodies[: len(first)]
+    assert _rows(reader, start, end) == first  # a task retried before the commit
+    forged = dataclasses.replace(parts[0].ref, token=bytes(16))
+    with pytest.raises(FetchError, match="micro-batch 1 is not held"):
+        fetch(forged)
+    reader.commit(end)
+    with pytest.raises(FetchError, match="micro-batch 1 is not held"):
+        list(reader.read(parts[0]))
+    wait_for(lambda: unacked(node.management_url, "spark.fetch") == 0, 10, 0.05)
+    reader.stop()
+    with pytest.raises(FetchError, match="could not fetch micro-batch 1"):
+        fetch(parts[0].ref)
+    wait_for(lambda: count(node.url, "spark.fetch") == len(bodies) - len(first), 10, 0.05)
 
 
 def test_a_nacked_write_fails_the_task(spark: Any, node: NodeProcess) -> None:
