@@ -212,16 +212,11 @@ class ClusterService:
         data = encode_command(command)  # refuses what cannot be encoded, before any network trip
         timeout = timeout or self.settings.submit_timeout
         deadline = asyncio.get_running_loop().time() + timeout
-        raft = self._loop.raft
-        if (
-            raft.role is not Role.LEADER
-            and self.name in raft.voters
-            and self._forwarder.usable(raft.leader_id)
-        ):
-            assert raft.leader_id is not None
+        leader = self._leader_to_forward_to()
+        if leader is not None:
             try:
                 # Applied here already: the reply is this node's own.
-                return await self._forwarder.submit(raft.leader_id, data, timeout)
+                return await self._forwarder.submit(leader, data, timeout)
             except (NotForwarded, ProposalLost):
                 # Never applied: the Submit path follows the leader wherever it went.
                 timeout = max(deadline - asyncio.get_running_loop().time(), 0.001)
@@ -245,6 +240,15 @@ class ClusterService:
                 ) from None
         return reply
 
+    def _leader_to_forward_to(self) -> str | None:
+        """The leader this voter may send a command or a read to on its Raft stream, if any."""
+        raft = self._loop.raft
+        if raft.role is Role.LEADER or self.name not in raft.voters:
+            return None
+        if not self._forwarder.usable(raft.leader_id):
+            return None
+        return raft.leader_id
+
     def forwarding_statistics(self) -> ForwardingStatistics:
         """How many metadata commands this node forwarded to the leader on its Raft stream."""
         return self._forwarder.statistics()
@@ -260,15 +264,10 @@ class ClusterService:
         timeout = timeout or self.settings.submit_timeout
         deadline = asyncio.get_running_loop().time() + timeout
         index: int | None = None
-        raft = self._loop.raft
-        if (
-            raft.role is not Role.LEADER
-            and self.name in raft.voters
-            and self._forwarder.usable(raft.leader_id)
-        ):
-            assert raft.leader_id is not None
+        leader = self._leader_to_forward_to()
+        if leader is not None:
             try:
-                index = await self._forwarder.read_index(raft.leader_id, timeout)
+                index = await self._forwarder.read_index(leader, timeout)
             except (NotForwarded, OutcomeUnknown):
                 timeout = max(deadline - asyncio.get_running_loop().time(), 0.001)
         if index is None:
