@@ -13,6 +13,10 @@ from bench.latency import LatencyRecorder
 
 _NS = 1_000_000_000
 _MAX_WRITE_BYTES = 1 << 20  # large messages are written a few at a time, not a batch at once
+# uvloop's timers count whole milliseconds: an asyncio.sleep shorter than one returns on the next
+# turn, so a rate-limited producer waiting for its next message would spin a core (and take it
+# from the brokers it measures). Shorter waits block in the kernel instead.
+_TIMER_RESOLUTION_NS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,13 @@ def _publish_heads(settings: RoleSettings, frame_max: int) -> tuple[list[bytes],
     return heads, sizes
 
 
+async def _sleep_ns(wait_ns: int) -> None:
+    if wait_ns >= _TIMER_RESOLUTION_NS:
+        await asyncio.sleep(wait_ns / _NS)
+    elif wait_ns > 0:
+        time.sleep(wait_ns / _NS)
+
+
 class Producer:
     """Publishes batches until the run ends, within the confirm window and the rate limit."""
 
@@ -173,7 +184,7 @@ class Producer:
                 due = int((now - start_ns) * settings.rate / _NS) + 1 - sent
                 if due <= 0:
                     next_at = start_ns + int(sent * _NS / settings.rate)
-                    await asyncio.sleep(max(next_at - now, 0) / _NS)
+                    await _sleep_ns(next_at - now)
                     now = time.monotonic_ns()
                     continue
                 count = min(count, due)
