@@ -98,9 +98,9 @@ class QueueLink:
         self._connection: DataConnection | None = None
         # What waits for the connection: the frames of one batch, serialized whole at the end of
         # the loop's turn (or once the connection drains). Credit, settlements and cancels go
-        # in the first frame, so that a consumer is not starved behind a publisher's backlog
-        # (nothing orders them after publishes); the rest follow in order.
-        self._frames, self._control, self._up = _new_batch()
+        # in a control frame ahead of the others, so that a consumer is not starved behind a
+        # publisher's backlog (nothing orders them after publishes); the rest follow in order.
+        self._control_batch, self._control, self._frames, self._up = _new_batch()
         self._up_bytes = 0
         self._publishes = 0
         self._up_confirms = False  # whether a publish of the current frame awaits its confirm
@@ -287,22 +287,29 @@ class QueueLink:
                 if (
                     self._waited_turns < _BUSY_TURNS
                     and self._publishes < _FULL_BATCH
+                    and not self._acks
                     and self._busy()
                 ):
+                    # (acks never wait: each frees the home node to send the consumer another
+                    # delivery, and a consumer at its prefetch waits for them)
                     self._waited_turns += 1
                     self._schedule_flush()
                     return
                 self._waited_turns = 0
-                connection.write(self._take().SerializeToString())
+                data = _serialized(*self._take())
+                if data:
+                    connection.write(data)
         elif state is _State.IDLE:
             self._start()
         elif state is _State.DOWN and self._has_up:
-            self._fail_batch(self._take())
+            self._fail_batch(self._take()[1])
 
-    def _take(self) -> queues_pb2.ToHome:
-        """The batch waiting for the connection, its control frame first; a new one begins."""
+    def _take(self) -> tuple[queues_pb2.ToHome, queues_pb2.ToHome]:
+        """The batch waiting for the connection: its control frame (alone in a ToHome) and the
+        frames after it; a new one begins."""
         self._seal_frame()
-        frames, control = self._frames, self._control
+        frames, control_batch = self._frames, self._control_batch
+        control = control_batch.up[0]
         for outcome, ids in (
             (Outcome.ACK, self._acks),
             (Outcome.REJECT, self._rejects),
@@ -314,17 +321,17 @@ class QueueLink:
                 settle.deliveries.extend(ids)
                 ids.clear()
         applied = self._applied_index()
-        for up in frames.up[1:]:
+        for up in frames.up:
             if up.publishes or up.subscribes or up.requests:
                 up.applied = applied
-        self._frames, self._control, self._up = _new_batch()
+        self._control_batch, self._control, self._frames, self._up = _new_batch()
         self._up_bytes = self._publishes = 0
         self._has_up = False
         if self.throttled:
             throttled, self.throttled = self.throttled, set()
             for publisher in throttled:
                 publisher.release_throttle(self)
-        return frames
+        return control_batch, frames
 
     # --- the connection (cluster.data_connection.Receiver) ------------------------------------
 
@@ -429,7 +436,7 @@ class QueueLink:
         """Everything that waited on the connection that broke fails now."""
         self.generation += 1
         self.queues_congested = False
-        self._frames, self._control, self._up = _new_batch()
+        self._control_batch, self._control, self._frames, self._up = _new_batch()
         self._up_confirms = False
         self._up_bytes = self._publishes = 0
         self._has_up = False
@@ -458,10 +465,26 @@ class QueueLink:
             self._fail()
 
 
-def _new_batch() -> tuple[queues_pb2.ToHome, queues_pb2.Up, queues_pb2.Up]:
-    """An empty batch: the frames, the control frame (the first) and the frame after it."""
-    frames = queues_pb2.ToHome()
-    return frames, frames.up.add(), frames.up.add()
+def _new_batch() -> tuple[queues_pb2.ToHome, queues_pb2.Up, queues_pb2.ToHome, queues_pb2.Up]:
+    """An empty batch: the control frame (in a ToHome of its own) and the frames after it (the
+    first of them made)."""
+    control_batch, frames = queues_pb2.ToHome(), queues_pb2.ToHome()
+    return control_batch, control_batch.up.add(), frames, frames.up.add()
+
+
+# A ToHome of one empty frame: what is left out of a batch (the home node would parse it for
+# nothing, and a lone message waits on every step of its way).
+_EMPTY_FRAME = queues_pb2.ToHome(up=[queues_pb2.Up()]).SerializeToString()
+
+
+def _serialized(control_batch: queues_pb2.ToHome, frames: queues_pb2.ToHome) -> bytes:
+    """A batch as it goes: its control frame first, if it says anything, then the other frames
+    (the frames of ToHome messages written one after the other are read as one batch)."""
+    data = frames.SerializeToString()
+    if data == _EMPTY_FRAME:
+        data = b""
+    control = control_batch.SerializeToString()
+    return data if control == _EMPTY_FRAME else control + data
 
 
 def _entry(delivery: queues_pb2.Delivery) -> QueueEntry:
