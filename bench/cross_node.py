@@ -150,7 +150,7 @@ def rabbitmq_run(seconds: int) -> dict[str, Any]:
         figures = measure(urls, seconds)
         home = cluster.nodes[0]
         figures["cancel"] = cancel_seconds(
-            urls["B"], urls["A"], lambda: os.kill(home.pid, signal.SIGKILL)
+            urls["B"], urls["A"], lambda: os.killpg(home.pid, signal.SIGKILL)
         )
         return figures
     finally:

@@ -90,13 +90,12 @@ def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
 
 def _terminate(process: subprocess.Popen[bytes], timeout: float) -> None:
     """Stop a process we started (and its process group, which it leads) by PID."""
-    if process.poll() is not None:
-        return
-    process.send_signal(signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=timeout)
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=timeout)
     # The start script leads its own session; anything left in that group (the VM when the
-    # script was killed before forwarding SIGTERM) is ours.
+    # script was killed before forwarding SIGTERM, or ended without stopping it) is ours.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     if process.poll() is None:
