@@ -65,6 +65,9 @@ class Receiver(Protocol):
     def writable(self) -> None:
         """The transport drained: output held back may go now."""
 
+    def read_taken(self) -> None:
+        """Every whole frame of one read has been handed over (what they produced may go)."""
+
     def ended(self) -> None:
         """The connection is gone (closed by either side, or broken)."""
 
@@ -137,6 +140,8 @@ class DataConnection(asyncio.Protocol):
         self._heard_at = self._loop.time()
         self._reader.feed(data)
         self._take_frames()
+        if self._receiver is not None:
+            self._receiver.read_taken()
 
     def _take_frames(self) -> None:
         reader = self._reader

@@ -14,6 +14,7 @@ from .definitions_registry import DefinitionsRegistry
 from .direct_reply import DirectReplyRegistry
 from .federation_links import FederationLinks
 from .metadata import MetadataStore
+from .pending_writes import PendingWrites
 from .persistence import MessageStores
 from .policy_effects import apply_to_exchange, apply_to_queue, follow_policies
 from .queues.remote import HomeLinks
@@ -54,6 +55,8 @@ class Broker:
         # (the node is busy): output to other nodes may then wait a turn or two to go in fewer,
         # larger writes.
         self.connections_mid_read = 0
+        # Client connections with output waiting for the end of this turn of the event loop.
+        self.pending_writes = PendingWrites()
         # The federation links this node runs, when the node has the federation extension.
         self.federation: FederationLinks | None = None
         # How many connections ("vhost", "user") or channels ("user_channels") the other nodes

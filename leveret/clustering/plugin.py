@@ -123,6 +123,7 @@ class ClusterPlugin:
             lambda: self.service.applied_index,
             lambda: self._broker.connections_mid_read > 0,
             tls.client_context() if tls else None,
+            self._broker.pending_writes.flush,
         )
         self._broker.link_queues(self._links)
         attach_cluster(self._broker, self._management)

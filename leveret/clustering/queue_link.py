@@ -82,10 +82,12 @@ class QueueLink:
         applied_index: Callable[[], int],
         busy: Callable[[], bool] = lambda: False,
         throttle: LogThrottle | None = None,
+        flush_clients: Callable[[], None] = lambda: None,
     ) -> None:
         self.node = node
         self._applied_index = applied_index
         self._busy = busy
+        self._flush_clients = flush_clients
         self._waited_turns = 0
         self.generation = 0
         self.throttled: set[Any] = set()
@@ -381,6 +383,11 @@ class QueueLink:
         if self._has_up:
             self._schedule_flush()
 
+    def read_taken(self) -> None:
+        # A batch from the home node: the deliveries and confirms it brought this node's
+        # clients leave now rather than at the end of the turn.
+        self._flush_clients()
+
     def ended(self) -> None:
         """Nothing to do here: the link's task wakes up and fails what waited."""
 
@@ -502,11 +509,13 @@ class QueueLinks:
         applied_index: Callable[[], int],
         busy: Callable[[], bool],
         tls: ssl.SSLContext | None = None,
+        flush_clients: Callable[[], None] = lambda: None,
     ) -> None:
         self._address_of = address_of
         self._peers = peers
         self._applied_index = applied_index
         self._busy = busy
+        self._flush_clients = flush_clients
         self._tls = tls
         self._throttle = LogThrottle()
         self._links: dict[str, QueueLink] = {}
@@ -521,6 +530,7 @@ class QueueLinks:
                 self._applied_index,
                 self._busy,
                 self._throttle,
+                self._flush_clients,
             )
         return link
 

@@ -116,6 +116,12 @@ class _Home:
     def writable(self) -> None:
         self.session.flush_now()
 
+    def read_taken(self) -> None:
+        # A batch from the other node: its deliveries to this node's clients, and the answers
+        # going back, leave now rather than at the end of the turn.
+        self._broker.pending_writes.flush()
+        self.session.flush_now()
+
     def ended(self) -> None:
         self.session.close()
         if self._catching_up is not None:

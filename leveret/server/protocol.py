@@ -222,7 +222,7 @@ class AMQPProtocol(asyncio.Protocol):
             session.writable = False
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            self.loop.call_soon(self._flush)
+            self.broker.pending_writes.add(self._flush)
 
     def _flush(self) -> None:
         self._flush_scheduled = False

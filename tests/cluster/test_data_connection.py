@@ -29,6 +29,7 @@ class Collector:
         self.echo = echo
         self.messages: list[Any] = []
         self.drained = 0
+        self.reads = 0  # reads whose frames were all handed over
         self.gone = asyncio.Event()
 
     def received(self, message: Any) -> None:
@@ -40,6 +41,9 @@ class Collector:
 
     def writable(self) -> None:
         self.drained += 1
+
+    def read_taken(self) -> None:
+        self.reads += 1
 
     def ended(self) -> None:
         self.gone.set()
@@ -119,6 +123,8 @@ def test_frames_go_both_ways_once_the_secret_is_proved() -> None:
             assert caller == Caller("b@localhost", "127.0.0.1:1")
             assert [up.publishes[0].seq for up in theirs.messages] == [1, 2, 3]
             assert [down.confirms[0].upto for down in mine.messages] == [1, 2, 3]
+            # Each side hears when a read's frames have all been handed over (it flushes then).
+            assert 1 <= theirs.reads <= 3 and 1 <= mine.reads <= 3
             connection.close()
             await asyncio.wait_for(theirs.gone.wait(), 5)
 
