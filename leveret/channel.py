@@ -14,12 +14,19 @@ from . import declares
 from .amqp import methods as m
 from .amqp.errors import AMQPError, ReplyCode, access_refused, not_found, precondition_failed
 from .amqp.fields import argument_types
-from .amqp.frames import content_frames, deliver_frames, get_ok_frames, method_frame, shortstr
+from .amqp.frames import (
+    content_frames,
+    deliver_framed,
+    deliver_frames,
+    get_ok_frames,
+    method_frame,
+    shortstr,
+)
 from .confirms import Confirms
 from .consumer_timeout import DeliveryMarks
 from .declare_rules import FIELD_TYPE_NAMES
 from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, with_reply_address
-from .message import Message, check_properties, sender_selected
+from .message import FramedMessage, Message, check_properties, sender_selected
 from .metadata import MetadataStore
 from .names import consumer_tag as new_consumer_tag
 from .queues import queue_type, stream_rules
@@ -491,6 +498,9 @@ class Channel:
     def write_blocked(self) -> bool:
         return not self.session.writable
 
+    def framing(self) -> tuple[int, int]:
+        return self.number, self.session.frame_max
+
     def deliver(self, consumer: Consumer, queue: ClassicQueue, entry: QueueEntry) -> None:
         tag = self._next_delivery_tag
         self._next_delivery_tag = tag + 1
@@ -498,6 +508,18 @@ class Channel:
             self.unacked[tag] = (queue, entry, consumer)
             self._consumer_unacked += 1
         message = entry.message
+        if type(message) is FramedMessage:  # from a remote queue's home node, framed for us
+            self.session.write(
+                deliver_framed(
+                    self.number,
+                    consumer.tag_bytes,
+                    tag,
+                    entry.redelivered,
+                    message.exchange_and_key,
+                    message.framed,
+                )
+            )
+            return
         self.session.write(
             deliver_frames(
                 self.number,

@@ -74,6 +74,19 @@ class Message:
             self.properties  # noqa: B018 - decoding is the check
 
 
+class FramedMessage(Message):
+    """A delivery from a queue's home node to a consumer here: its exchange and routing key as
+    basic.deliver carries them, and its content header and body frames already made for the
+    consumer's channel (queues.proto's Delivery.framed). Only a channel's delivery reads it."""
+
+    __slots__ = ("framed",)
+
+    def __init__(self, exchange_and_key: bytes, framed: bytes) -> None:
+        super().__init__("", "", b"", b"")
+        self._exchange_and_key = exchange_and_key
+        self.framed = framed
+
+
 def check_properties(message: Message) -> str | None:
     """The reason a content header is malformed, or None."""
     try:

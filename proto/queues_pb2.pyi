@@ -46,7 +46,7 @@ class Publish(_message.Message):
     def __init__(self, seq: _Optional[int] = ..., vhost: _Optional[str] = ..., queues: _Optional[_Iterable[str]] = ..., exchange: _Optional[str] = ..., routing_key: _Optional[str] = ..., header: _Optional[bytes] = ..., body: _Optional[bytes] = ...) -> None: ...
 
 class Subscribe(_message.Message):
-    __slots__ = ("consumer", "vhost", "queue", "tag", "no_ack", "exclusive", "priority", "prefetch", "credit", "arguments")
+    __slots__ = ("consumer", "vhost", "queue", "tag", "no_ack", "exclusive", "priority", "prefetch", "credit", "arguments", "channel", "frame_max")
     CONSUMER_FIELD_NUMBER: _ClassVar[int]
     VHOST_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
@@ -57,6 +57,8 @@ class Subscribe(_message.Message):
     PREFETCH_FIELD_NUMBER: _ClassVar[int]
     CREDIT_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    CHANNEL_FIELD_NUMBER: _ClassVar[int]
+    FRAME_MAX_FIELD_NUMBER: _ClassVar[int]
     consumer: int
     vhost: str
     queue: str
@@ -67,7 +69,9 @@ class Subscribe(_message.Message):
     prefetch: int
     credit: int
     arguments: bytes
-    def __init__(self, consumer: _Optional[int] = ..., vhost: _Optional[str] = ..., queue: _Optional[str] = ..., tag: _Optional[str] = ..., no_ack: _Optional[bool] = ..., exclusive: _Optional[bool] = ..., priority: _Optional[int] = ..., prefetch: _Optional[int] = ..., credit: _Optional[int] = ..., arguments: _Optional[bytes] = ...) -> None: ...
+    channel: int
+    frame_max: int
+    def __init__(self, consumer: _Optional[int] = ..., vhost: _Optional[str] = ..., queue: _Optional[str] = ..., tag: _Optional[str] = ..., no_ack: _Optional[bool] = ..., exclusive: _Optional[bool] = ..., priority: _Optional[int] = ..., prefetch: _Optional[int] = ..., credit: _Optional[int] = ..., arguments: _Optional[bytes] = ..., channel: _Optional[int] = ..., frame_max: _Optional[int] = ...) -> None: ...
 
 class Cancel(_message.Message):
     __slots__ = ("consumer",)
@@ -138,7 +142,7 @@ class Confirm(_message.Message):
     def __init__(self, upto: _Optional[int] = ..., refused: _Optional[_Iterable[int]] = ..., congested: _Optional[bool] = ...) -> None: ...
 
 class Delivery(_message.Message):
-    __slots__ = ("consumer", "id", "redelivered", "exchange", "routing_key", "header", "body")
+    __slots__ = ("consumer", "id", "redelivered", "exchange", "routing_key", "header", "body", "exchange_and_key", "framed")
     CONSUMER_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     REDELIVERED_FIELD_NUMBER: _ClassVar[int]
@@ -146,6 +150,8 @@ class Delivery(_message.Message):
     ROUTING_KEY_FIELD_NUMBER: _ClassVar[int]
     HEADER_FIELD_NUMBER: _ClassVar[int]
     BODY_FIELD_NUMBER: _ClassVar[int]
+    EXCHANGE_AND_KEY_FIELD_NUMBER: _ClassVar[int]
+    FRAMED_FIELD_NUMBER: _ClassVar[int]
     consumer: int
     id: int
     redelivered: bool
@@ -153,7 +159,9 @@ class Delivery(_message.Message):
     routing_key: str
     header: bytes
     body: bytes
-    def __init__(self, consumer: _Optional[int] = ..., id: _Optional[int] = ..., redelivered: _Optional[bool] = ..., exchange: _Optional[str] = ..., routing_key: _Optional[str] = ..., header: _Optional[bytes] = ..., body: _Optional[bytes] = ...) -> None: ...
+    exchange_and_key: bytes
+    framed: bytes
+    def __init__(self, consumer: _Optional[int] = ..., id: _Optional[int] = ..., redelivered: _Optional[bool] = ..., exchange: _Optional[str] = ..., routing_key: _Optional[str] = ..., header: _Optional[bytes] = ..., body: _Optional[bytes] = ..., exchange_and_key: _Optional[bytes] = ..., framed: _Optional[bytes] = ...) -> None: ...
 
 class Subscribed(_message.Message):
     __slots__ = ("consumer", "code", "text")

@@ -32,10 +32,30 @@ def content_frames(
         _PACK_HEAD(FRAME_METHOD, channel, len(method_payload)),
         method_payload,
         FRAME_END_BYTE,
+    ]
+    _add_content(parts, channel, header_payload, body, frame_max)
+    return b"".join(parts)
+
+
+def framed_content(channel: int, header_payload: bytes, body: bytes, frame_max: int) -> bytes:
+    """The header and body frames of one message: what follows its basic.deliver."""
+    parts: list[bytes | memoryview] = []
+    _add_content(parts, channel, header_payload, body, frame_max)
+    return b"".join(parts)
+
+
+def _add_content(
+    parts: list[bytes | memoryview],
+    channel: int,
+    header_payload: bytes,
+    body: bytes,
+    frame_max: int,
+) -> None:
+    parts += (
         _PACK_HEAD(FRAME_HEADER, channel, len(header_payload)),
         header_payload,
         FRAME_END_BYTE,
-    ]
+    )
     size = len(body)
     if size:
         chunk = frame_max - FRAME_OVERHEAD
@@ -46,7 +66,19 @@ def content_frames(
             for start in range(0, size, chunk):
                 piece = view[start : start + chunk]
                 parts += (_PACK_HEAD(FRAME_BODY, channel, len(piece)), piece, FRAME_END_BYTE)
-    return b"".join(parts)
+
+
+def _deliver_payload(
+    consumer_tag: bytes, delivery_tag: int, redelivered: bool, exchange_and_key: bytes
+) -> bytes:
+    return b"".join(
+        (
+            _DELIVER_IDS,
+            consumer_tag,
+            _PACK_QB(delivery_tag, 1 if redelivered else 0),
+            exchange_and_key,
+        )
+    )
 
 
 def deliver_frames(
@@ -60,15 +92,23 @@ def deliver_frames(
     frame_max: int,
 ) -> bytes:
     """basic.deliver with content. consumer_tag and exchange_and_key are pre-encoded shortstrs."""
-    method_payload = b"".join(
-        (
-            _DELIVER_IDS,
-            consumer_tag,
-            _PACK_QB(delivery_tag, 1 if redelivered else 0),
-            exchange_and_key,
-        )
-    )
+    method_payload = _deliver_payload(consumer_tag, delivery_tag, redelivered, exchange_and_key)
     return content_frames(channel, method_payload, header_payload, body, frame_max)
+
+
+def deliver_framed(
+    channel: int,
+    consumer_tag: bytes,
+    delivery_tag: int,
+    redelivered: bool,
+    exchange_and_key: bytes,
+    content: bytes,
+) -> bytes:
+    """basic.deliver followed by content already framed for `channel` (framed_content)."""
+    payload = _deliver_payload(consumer_tag, delivery_tag, redelivered, exchange_and_key)
+    return b"".join(
+        (_PACK_HEAD(FRAME_METHOD, channel, len(payload)), payload, FRAME_END_BYTE, content)
+    )
 
 
 def get_ok_frames(

@@ -18,6 +18,7 @@ from proto import queues_pb2
 
 from ..amqp.errors import AMQPError, ReplyCode
 from ..amqp.fields import decode_table
+from ..amqp.frames import framed_content
 from ..message import Message
 from ..mgmt.home_queue_view import queue_view
 from ..queues.classic import ClassicQueue, Consumer
@@ -49,12 +50,15 @@ class Outlet(Protocol):
 class LinkedConsumer:
     """The sink of a consumer whose client is on another node: deliveries go into the link."""
 
-    __slots__ = ("credit", "id", "session")
+    __slots__ = ("credit", "frame_max", "id", "remote_channel", "session")
 
-    def __init__(self, session: HomeSession, consumer_id: int, credit: int) -> None:
+    def __init__(self, session: HomeSession, subscribe: queues_pb2.Subscribe) -> None:
         self.session = session
-        self.id = consumer_id
-        self.credit = credit
+        self.id = subscribe.consumer
+        self.credit = subscribe.credit
+        # The client's channel there, whose frames this node makes (0: the other node does).
+        self.remote_channel = subscribe.channel
+        self.frame_max = subscribe.frame_max
 
     @property
     def client_node(self) -> str:
@@ -67,9 +71,12 @@ class LinkedConsumer:
     def write_blocked(self) -> bool:
         return self.credit <= 0
 
+    def framing(self) -> tuple[int, int]:
+        return self.remote_channel, self.frame_max
+
     def deliver(self, consumer: Consumer, queue: ClassicQueue, entry: QueueEntry) -> None:
         self.credit -= 1
-        self.session.send_delivery(self.id, queue, entry, consumer)
+        self.session.send_delivery(self, queue, entry, consumer)
 
     def consumer_cancelled_by_node(self, consumer: Consumer) -> None:
         self.session.consumer_gone(self.id)
@@ -227,7 +234,7 @@ class HomeSession:
             answer.code, answer.text = error.code, error.text
             return
         arguments = decode_table(subscribe.arguments, 0)[0] if subscribe.arguments else {}
-        sink = LinkedConsumer(self, subscribe.consumer, subscribe.credit)
+        sink = LinkedConsumer(self, subscribe)
         consumer = Consumer(
             subscribe.tag,
             sink,
@@ -263,11 +270,11 @@ class HomeSession:
             self._schedule_flush()
 
     def send_delivery(
-        self, consumer_id: int, queue: ClassicQueue, entry: QueueEntry, consumer: Consumer | None
+        self, sink: LinkedConsumer, queue: ClassicQueue, entry: QueueEntry, consumer: Consumer
     ) -> None:
         delivery = self._out.deliveries.add()
-        self._fill(delivery, queue, entry, consumer, consumer is not None and consumer.no_ack)
-        delivery.consumer = consumer_id
+        self._fill(delivery, queue, entry, consumer, consumer.no_ack, sink.framing())
+        delivery.consumer = sink.id
         self._schedule_flush()
 
     def _fill(
@@ -277,7 +284,10 @@ class HomeSession:
         entry: QueueEntry,
         consumer: Consumer | None,
         settled: bool,
+        framing: tuple[int, int] = (0, 0),
     ) -> None:
+        """`framing`: the client's channel and frame_max to frame the content for ((0, 0):
+        it goes unframed)."""
         if not settled:
             delivery_id = self._next_delivery
             self._next_delivery = delivery_id + 1
@@ -285,10 +295,17 @@ class HomeSession:
             delivery.id = delivery_id
         message = entry.message
         delivery.redelivered = entry.redelivered
-        delivery.exchange = message.exchange
-        delivery.routing_key = message.routing_key
-        delivery.header = message.header
-        delivery.body = message.body
+        channel, frame_max = framing
+        if channel:
+            # Framed here, the delivery costs the client's node (which also reads and writes
+            # its clients' sockets, and is the busier one) only the basic.deliver in front.
+            delivery.exchange_and_key = message.exchange_and_key
+            delivery.framed = framed_content(channel, message.header, message.body, frame_max)
+        else:
+            delivery.exchange = message.exchange
+            delivery.routing_key = message.routing_key
+            delivery.header = message.header
+            delivery.body = message.body
         self._out_bytes += len(message.body)
         if self._out_bytes > _FRAME_BYTES:
             self._out = self._frames.down.add()

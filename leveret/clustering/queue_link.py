@@ -29,7 +29,7 @@ from proto import queues_pb2, queues_pb2_grpc
 
 from ..amqp.errors import AMQPError
 from ..amqp.fields import encode_table
-from ..message import Message
+from ..message import FramedMessage, Message
 from ..queues.entry import QueueEntry
 from ..queues.remote import (
     ConfirmWaiter,
@@ -195,6 +195,7 @@ class QueueLink:
         priority: int,
         prefetch: int,
         arguments: dict[str, Any],
+        framing: tuple[int, int] = (0, 0),
     ) -> int:
         self._require_up()
         consumer_id = next(self._ids)
@@ -208,6 +209,7 @@ class QueueLink:
         subscribe.priority = priority
         subscribe.prefetch = prefetch
         subscribe.credit = CREDIT_WINDOW
+        subscribe.channel, subscribe.frame_max = framing
         if arguments:
             subscribe.arguments = encode_table(arguments)
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
@@ -495,7 +497,12 @@ def _serialized(control_batch: queues_pb2.ToHome, frames: queues_pb2.ToHome) -> 
 
 
 def _entry(delivery: queues_pb2.Delivery) -> QueueEntry:
-    message = Message(delivery.exchange, delivery.routing_key, delivery.header, delivery.body)
+    framed = delivery.framed
+    message = (
+        FramedMessage(delivery.exchange_and_key, framed)
+        if framed
+        else Message(delivery.exchange, delivery.routing_key, delivery.header, delivery.body)
+    )
     return QueueEntry(delivery.id, message, delivery.redelivered)
 
 

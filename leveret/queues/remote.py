@@ -130,9 +130,11 @@ class HomeLink(Protocol):
         priority: int,
         prefetch: int,
         arguments: dict[str, Any],
+        framing: tuple[int, int] = (0, 0),
     ) -> Awaitable[int]:
         """Start a consumer on the home node; resolves to its id on the link, or raises
-        AMQPError with the home node's refusal, or LinkDown."""
+        AMQPError with the home node's refusal, or LinkDown. `framing`: the channel number and
+        frame_max its deliveries come framed for ((0, 0): unframed)."""
         ...
 
     def cancel(self, consumer: int) -> None: ...

@@ -162,6 +162,7 @@ class RemoteQueueClient:
                     priority=priority,
                     prefetch=limit,
                     arguments=arguments,
+                    framing=sink.framing(),
                 )
             except LinkDown:
                 raise self._unreachable() from None

@@ -19,7 +19,14 @@ from leveret.amqp.connection import (
 )
 from leveret.amqp.constants import PROTOCOL_HEADER
 from leveret.amqp.fields import decode_table, encode_table
-from leveret.amqp.frames import content_frames, method_frame
+from leveret.amqp.frames import (
+    content_frames,
+    deliver_framed,
+    deliver_frames,
+    framed_content,
+    method_frame,
+    shortstr,
+)
 from leveret.amqp.properties import BasicProperties, decode_properties, encode_header_payload
 
 field_values = st.recursive(
@@ -161,3 +168,25 @@ def test_channel_max_bounds_how_many_channels_are_open_not_their_numbers() -> No
     events = conn.receive_data(method_frame(2048, m.ChannelOpen()))
     assert [type(event) for event in events] == [MethodReceived]
     assert events[0].channel == 2048 and isinstance(events[0].method, m.ChannelOpen)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.integers(1, 65535),
+    st.binary(max_size=3000),
+    st.integers(1, 2**63),
+    st.booleans(),
+    st.sampled_from([4096, 131072]),
+)
+def test_a_delivery_framed_by_the_home_node_is_the_delivery_made_here(
+    channel: int, body: bytes, delivery_tag: int, redelivered: bool, frame_max: int
+) -> None:
+    """A remote queue's home node frames the content; the client's node adds basic.deliver."""
+    tag, exchange_and_key = shortstr("ctag"), shortstr("ex") + shortstr("key")
+    header = encode_header_payload(60, len(body), BasicProperties(delivery_mode=2).encode())
+    here = deliver_frames(
+        channel, tag, delivery_tag, redelivered, exchange_and_key, header, body, frame_max
+    )
+    content = framed_content(channel, header, body, frame_max)
+    framed = deliver_framed(channel, tag, delivery_tag, redelivered, exchange_and_key, content)
+    assert framed == here
