@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from proto import queues_pb2
 
+from ..amqp.constants import FRAME_MIN_SIZE
 from ..amqp.errors import AMQPError, ReplyCode
 from ..amqp.fields import decode_table
 from ..amqp.frames import framed_content
@@ -56,8 +57,10 @@ class LinkedConsumer:
         self.session = session
         self.id = subscribe.consumer
         self.credit = subscribe.credit
-        # The client's channel there, whose frames this node makes (0: the other node does).
-        self.remote_channel = subscribe.channel
+        # The client's channel there, whose frames this node makes (0: the other node does,
+        # as it does for a frame_max no AMQP connection can have).
+        framed = subscribe.frame_max >= FRAME_MIN_SIZE
+        self.remote_channel = subscribe.channel if framed else 0
         self.frame_max = subscribe.frame_max
 
     @property
