@@ -3,8 +3,10 @@
 Batches from the link are applied in order: publishes go into local queues (confirmed back in
 order, after the fsync when one was needed), consumers become ordinary consumers of the queues
 whose sink is this session, and settlements and requests act on the queues. What goes back is
-gathered into one batch per turn of the event loop, written at once unless the connection is
-still draining the last one (deliveries are bounded by credit meanwhile). When the link ends,
+gathered into one batch, written once the batch read from the link is applied (or at the end of
+the loop's turn, for what timers and local events produce) unless the connection is still
+draining the last one (deliveries are bounded by credit meanwhile); deliveries to a consumer
+that named its channel go framed for it. When the link ends,
 every delivery not settled on it is requeued and its consumers go, as when a channel closes.
 """
 
