@@ -55,7 +55,8 @@ class Broker:
         # (the node is busy): output to other nodes may then wait a turn or two to go in fewer,
         # larger writes.
         self.connections_mid_read = 0
-        # Client connections with output waiting for the end of this turn of the event loop.
+        # Connections (clients', home sessions of links) with output waiting for the end of this
+        # turn of the event loop.
         self.pending_writes = PendingWrites()
         # The federation links this node runs, when the node has the federation extension.
         self.federation: FederationLinks | None = None

@@ -1,5 +1,5 @@
-"""Client connections with output waiting: written together at the end of the loop's turn, or
-at once when a batch from another node produced it."""
+"""Connections with output waiting (clients', and the home side of other nodes' links): written
+together at the end of the loop's turn, or at once when a batch from another node produced it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 class PendingWrites:
     """The flushes of connections that wrote in this turn of the event loop (the broker's
-    `pending_writes`).
+    `pending_writes`): client connections and home sessions.
 
     A client's own frames are answered at the end of the turn, so that what many clients did
     in one turn goes out in one write per connection. A batch read from another node's link is

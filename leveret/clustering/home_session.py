@@ -12,7 +12,6 @@ every delivery not settled on it is requeued and its consumers go, as when a cha
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -387,7 +386,7 @@ class HomeSession:
         self._has_out = True
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            self.broker.pending_writes.add(self._flush)
 
     def _flush(self) -> None:
         self._flush_scheduled = False

@@ -118,9 +118,9 @@ class _Home:
 
     def read_taken(self) -> None:
         # A batch from the other node: its deliveries to this node's clients, and the answers
-        # going back, leave now rather than at the end of the turn.
+        # going back (the session's own flush waits there too), leave now rather than at the
+        # end of the turn.
         self._broker.pending_writes.flush()
-        self.session.flush_now()
 
     def ended(self) -> None:
         self.session.close()
