@@ -414,7 +414,6 @@ def _remote_declare_ok(
     (it creates the queue anew), as RabbitMQ's channel loops between declare and stat, instead
     of refusing a declare with "no queue"."""
     client = channel.remote_client(remote, method)
-    vhost = channel.vhost
 
     async def counts() -> tuple[int, int] | None:
         link = client.link()  # 404 at once when the home node is down
@@ -423,9 +422,11 @@ def _remote_declare_ok(
         except AMQPError as error:
             if error.code != ReplyCode.NOT_FOUND or again is None:
                 raise
+            # Deleted meanwhile (and perhaps declared again: this node may apply both at once,
+            # so the name it lists proves nothing). The declare is made again once this node's
+            # view has caught up; `again` is None after a bounded number of attempts, and then
+            # the home node's refusal stands.
             await _barrier(metadata, timeout_text, method.ids)
-            if vhost.remote_queues.get(remote.name) is remote:
-                raise  # still there: the home node's refusal stands
             return None
         return status.message_count, status.consumer_count
 
