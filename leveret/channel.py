@@ -717,12 +717,13 @@ class Channel:
         if method.immediate:
             raise AMQPError(ReplyCode.NOT_IMPLEMENTED, "immediate=true", method.ids)
         message = Message(method.exchange, method.routing_key, header, body)
-        problem = check_properties(message)
-        if problem is not None:
-            raise AMQPError(
-                ReplyCode.FRAME_ERROR, f"cannot decode content header: {problem}", method.ids
-            )
-        if message.has_flags:
+        has_properties = message.has_flags  # (most traffic has none: nothing to check)
+        if has_properties:
+            problem = check_properties(message)
+            if problem is not None:
+                raise AMQPError(
+                    ReplyCode.FRAME_ERROR, f"cannot decode content header: {problem}", method.ids
+                )
             user_id = message.properties.user_id
             if user_id is not None and user_id != self.session.username:
                 raise precondition_failed(
@@ -738,7 +739,7 @@ class Channel:
                 message = with_reply_address(message, suffix, method.ids)
         self._check("write", "exchange", method.exchange, method)
         extra_keys: tuple[str, ...] = ()
-        if message.has_flags and message.properties.headers:
+        if has_properties and message.properties.headers:
             extra_keys, message = sender_selected(message)
         if not method.exchange and method.routing_key.startswith(REPLY_PREFIX):
             self._publish_reply(message, method.mandatory)

@@ -82,7 +82,11 @@ class FramedMessage(Message):
     __slots__ = ("framed",)
 
     def __init__(self, exchange_and_key: bytes, framed: bytes) -> None:
-        super().__init__("", "", b"", b"")
+        # Every slot set here, not by Message's constructor: a call less per delivery on the
+        # busier node.
+        self.exchange = self.routing_key = ""
+        self.header = self.body = self.stored_body = b""
+        self._properties = None
         self._exchange_and_key = exchange_and_key
         self.framed = framed
 

@@ -28,22 +28,20 @@ PURGE: RequestKind
 VIEW: RequestKind
 
 class Publish(_message.Message):
-    __slots__ = ("seq", "vhost", "queues", "exchange", "routing_key", "header", "body")
-    SEQ_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ("vhost", "queues", "exchange", "routing_key", "header", "body")
     VHOST_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     EXCHANGE_FIELD_NUMBER: _ClassVar[int]
     ROUTING_KEY_FIELD_NUMBER: _ClassVar[int]
     HEADER_FIELD_NUMBER: _ClassVar[int]
     BODY_FIELD_NUMBER: _ClassVar[int]
-    seq: int
     vhost: str
     queues: _containers.RepeatedScalarFieldContainer[str]
     exchange: str
     routing_key: str
     header: bytes
     body: bytes
-    def __init__(self, seq: _Optional[int] = ..., vhost: _Optional[str] = ..., queues: _Optional[_Iterable[str]] = ..., exchange: _Optional[str] = ..., routing_key: _Optional[str] = ..., header: _Optional[bytes] = ..., body: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, vhost: _Optional[str] = ..., queues: _Optional[_Iterable[str]] = ..., exchange: _Optional[str] = ..., routing_key: _Optional[str] = ..., header: _Optional[bytes] = ..., body: _Optional[bytes] = ...) -> None: ...
 
 class Subscribe(_message.Message):
     __slots__ = ("consumer", "vhost", "queue", "tag", "no_ack", "exclusive", "priority", "prefetch", "credit", "arguments", "channel", "frame_max")

@@ -104,6 +104,9 @@ class HomeSession:
         self._out_bytes = 0
         self._has_out = False
         self._flush_scheduled = False
+        # Publishes are numbered by their order on the link, from 1 (queues.proto): the last
+        # one applied.
+        self._published = 0
         # Publishes are confirmed in order: the highest taken so far, those refused, and how
         # many fsyncs are still awaited before the next confirm may go.
         self._taken_upto = 0
@@ -160,19 +163,24 @@ class HomeSession:
         confirm them (the highest seq confirms the publishes of earlier frames too)."""
         self._needs_sync = False
         self._confirming = confirm
-        upto = 0
+        upto = self._published
         congested = False
+        queues: list[ClassicQueue] = []
         for publish in publishes:
-            upto = publish.seq
-            vhost = self.broker.vhosts.get(publish.vhost)
-            if vhost is None:
+            upto += 1
+            names = publish.queues
+            if names:  # else the queues of the publish before it
+                vhost = self.broker.vhosts.get(publish.vhost)
+                found = (vhost.queues.get(name) for name in names) if vhost is not None else ()
+                queues = [queue for queue in found if queue is not None]
+            if not queues:
                 continue
             message = Message(publish.exchange, publish.routing_key, publish.header, publish.body)
-            for name in publish.queues:
-                queue = vhost.queues.get(name)
-                if queue is not None and not queue.deleted:
+            for queue in queues:
+                if not queue.deleted:
                     queue.deliver(message, self, upto)
                     congested = congested or queue.congested
+        self._published = upto
         if congested != self._congested:
             self._congested = congested
             confirm = True

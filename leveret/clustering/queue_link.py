@@ -106,9 +106,13 @@ class QueueLink:
         self._up_bytes = 0
         self._publishes = 0
         self._up_confirms = False  # whether a publish of the current frame awaits its confirm
+        # The vhost and queues of the current frame's last publish (the next one to the same
+        # queues leaves them out).
+        self._route: tuple[str, list[str]] | None = None
         self._has_up = False
         self._flush_scheduled = False
         self._task: asyncio.Task[None] | None = None
+        # Publishes are numbered by their order on the connection, from 1 (queues.proto).
         self._publish_seq = 0
         # Publishes awaiting their confirm, in order: (link seq, waiter, the waiter's seq).
         self._awaiting: deque[tuple[int, ConfirmWaiter, int]] = deque()
@@ -159,9 +163,11 @@ class QueueLink:
     ) -> None:
         self._publish_seq += 1
         publish = self._up.publishes.add()
-        publish.seq = self._publish_seq
-        publish.vhost = vhost
-        publish.queues.extend(queues)
+        route = self._route
+        if route is None or route[1] != queues or route[0] != vhost:
+            publish.vhost = vhost
+            publish.queues.extend(queues)
+            self._route = (vhost, queues)
         publish.exchange = message.exchange
         publish.routing_key = message.routing_key
         publish.header = message.header
@@ -175,6 +181,7 @@ class QueueLink:
             self._seal_frame()
             self._up = self._frames.up.add()
             self._up_bytes = 0
+            self._route = None
         self._changed()
 
     def _seal_frame(self) -> None:
@@ -330,6 +337,7 @@ class QueueLink:
                 up.applied = applied
         self._control_batch, self._control, self._frames, self._up = _new_batch()
         self._up_bytes = self._publishes = 0
+        self._route = None
         self._has_up = False
         if self.throttled:
             throttled, self.throttled = self.throttled, set()
@@ -448,6 +456,8 @@ class QueueLink:
         self._control_batch, self._control, self._frames, self._up = _new_batch()
         self._up_confirms = False
         self._up_bytes = self._publishes = 0
+        self._route = None
+        self._publish_seq = 0  # the next connection's home session counts from 1 again
         self._has_up = False
         self._acks.clear()
         self._rejects.clear()

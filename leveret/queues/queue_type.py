@@ -190,6 +190,13 @@ def forward(
     links = vhost.links
     if links is None:
         return []
+    if len(queues) == 1:  # the common case, without grouping
+        queue = queues[0]
+        link = links.link(queue.home_node)
+        if not link.up:
+            return []
+        link.publish(vhost.name, [queue.name], message, waiter, seq)
+        return [link]
     sent = []
     for home, names in by_home_node(queues).items():
         link = links.link(home)

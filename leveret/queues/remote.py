@@ -31,8 +31,6 @@ class RemoteQueue:
 
 def by_home_node(queues: list[RemoteQueue]) -> dict[str, list[str]]:
     """The names of `queues` grouped by their home node."""
-    if len(queues) == 1:
-        return {queues[0].home_node: [queues[0].name]}
     grouped: dict[str, list[str]] = {}
     for queue in queues:
         grouped.setdefault(queue.home_node, []).append(queue.name)

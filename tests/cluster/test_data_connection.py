@@ -36,7 +36,7 @@ class Collector:
         self.messages.append(message)
         if self.echo and self.connection is not None and message.publishes:
             frames = queues_pb2.FromHome()
-            frames.down.add().confirms.add().upto = message.publishes[-1].seq
+            frames.down.add().confirms.add().upto = int(message.publishes[-1].routing_key)
             self.connection.write(frames.SerializeToString())
 
     def writable(self) -> None:
@@ -80,7 +80,7 @@ def publishes(*seqs: int, body: bytes = b"hello") -> bytes:
     frames = queues_pb2.ToHome()
     for seq in seqs:
         publish = frames.up.add().publishes.add()
-        publish.seq = seq
+        publish.routing_key = str(seq)  # (a home node numbers publishes by their order)
         publish.body = body
     return frames.SerializeToString()
 
@@ -121,7 +121,7 @@ def test_frames_go_both_ways_once_the_secret_is_proved() -> None:
             await until(lambda: len(mine.messages) == 3)
             caller, theirs = home.accepted[0]
             assert caller == Caller("b@localhost", "127.0.0.1:1")
-            assert [up.publishes[0].seq for up in theirs.messages] == [1, 2, 3]
+            assert [up.publishes[0].routing_key for up in theirs.messages] == ["1", "2", "3"]
             assert [down.confirms[0].upto for down in mine.messages] == [1, 2, 3]
             # Each side hears when a read's frames have all been handed over (it flushes then).
             assert 1 <= theirs.reads <= 3 and 1 <= mine.reads <= 3

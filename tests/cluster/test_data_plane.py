@@ -177,12 +177,13 @@ class Peer(Stranger):
         raise AssertionError("no reply")
 
 
-def publishes(queue: str, first: int, count: int) -> list[queues_pb2.Publish]:
+def publishes(queue: str, count: int) -> list[queues_pb2.Publish]:
+    """`count` publishes to `queue`: the first names it, the rest go where the one before them
+    went (the home node numbers them by their order on the link)."""
     header = b"\x00\x3c\x00\x00" + bytes(8) + b"\x00\x00"  # basic, no properties
-    return [
-        queues_pb2.Publish(seq=seq, vhost="/", queues=[queue], routing_key=queue, header=header)
-        for seq in range(first, first + count)
-    ]
+    named = queues_pb2.Publish(vhost="/", queues=[queue], routing_key=queue, header=header)
+    same = queues_pb2.Publish(routing_key=queue, header=header)
+    return [named] + [same] * (count - 1)
 
 
 def status(queue: str, request: int) -> queues_pb2.Up:
@@ -198,12 +199,12 @@ def test_the_home_node_confirms_what_is_waited_for_and_says_when_a_queue_congest
     peer = Peer(two, two.nodes[A], two.nodes[B].name)
 
     # Publishes nobody waits for are not confirmed; the others are, in order.
-    peer.send(queues_pb2.Up(publishes=publishes(queue, 1, 3), unconfirmed=True))
+    peer.send(queues_pb2.Up(publishes=publishes(queue, 3), unconfirmed=True))
     peer.send(status(queue, 1))
     downs = peer.downs_until_reply()
     assert [confirm for down in downs for confirm in down.confirms] == []
     assert downs[-1].replies[0].message_count == 3
-    peer.send(queues_pb2.Up(publishes=publishes(queue, 4, 1)))
+    peer.send(queues_pb2.Up(publishes=publishes(queue, 1)))
     peer.send(status(queue, 2))
     confirms = [confirm for down in peer.downs_until_reply() for confirm in down.confirms]
     assert [(c.upto, c.congested) for c in confirms] == [(4, False)]
@@ -216,7 +217,7 @@ def test_the_home_node_confirms_what_is_waited_for_and_says_when_a_queue_congest
         held: list[int] = []
         channel.basic_consume(queue, lambda _c, method, _p, _b: held.append(method.delivery_tag))
         wait_for(lambda: conn.process_data_events(0.05) or held, 10, 0)
-        peer.send(queues_pb2.Up(publishes=publishes(queue, 5, 1500), unconfirmed=True))
+        peer.send(queues_pb2.Up(publishes=publishes(queue, 1500), unconfirmed=True))
         peer.send(status(queue, 3))
         confirms = [confirm for down in peer.downs_until_reply() for confirm in down.confirms]
         assert [(c.upto, c.congested) for c in confirms] == [(1504, True)]
@@ -227,7 +228,7 @@ def test_the_home_node_confirms_what_is_waited_for_and_says_when_a_queue_congest
         channel.basic_ack(held[0])  # the consumer caught up
         conn.process_data_events(0.1)
     # The next publish hears it, confirmed though unasked.
-    peer.send(queues_pb2.Up(publishes=publishes(queue, 1505, 1), unconfirmed=True))
+    peer.send(queues_pb2.Up(publishes=publishes(queue, 1), unconfirmed=True))
     peer.send(status(queue, 5))
     confirms = [confirm for down in peer.downs_until_reply() for confirm in down.confirms]
     assert [(c.upto, c.congested) for c in confirms] == [(1505, False)]

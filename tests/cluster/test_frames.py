@@ -14,10 +14,8 @@ PARSERS = {1: queues_pb2.Up.FromString, 2: queues_pb2.Hello.FromString}
 
 def ups(*bodies: bytes) -> queues_pb2.ToHome:
     frames = queues_pb2.ToHome()
-    for seq, body in enumerate(bodies, 1):
-        publish = frames.up.add().publishes.add()
-        publish.seq = seq
-        publish.body = body
+    for body in bodies:
+        frames.up.add().publishes.add().body = body
     return frames
 
 
