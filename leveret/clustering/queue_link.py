@@ -50,6 +50,9 @@ _CONNECT_SECONDS = 2.0
 # frame comes near the limit and the home node takes a large batch a piece at a time.
 _FRAME_BYTES = 1 << 20
 _RETRY_SECONDS = (0.2, 0.5, 1.0, 2.0)
+# Looked up once: reading an Enum class's member costs about 75 ns, and settle() runs for every
+# acknowledgement.
+_ACK, _REJECT = Outcome.ACK, Outcome.REJECT
 # Publishes waiting for the connection beyond which their publishers are held back (they resume
 # once the writer takes them).
 _CONGESTED_PUBLISHES = 20_000
@@ -97,6 +100,7 @@ class QueueLink:
         self._open_data = open_data
         self._throttle = throttle or LogThrottle()
         self._state = _State.IDLE
+        self._down = False  # (what `up` reads on every publish: an Enum compare costs more)
         self._connection: DataConnection | None = None
         # What waits for the connection: the frames of one batch, serialized whole at the end of
         # the loop's turn (or once the connection drains). Credit, settlements and cancels go
@@ -128,16 +132,20 @@ class QueueLink:
 
     @property
     def up(self) -> bool:
-        if self._state is _State.IDLE:
+        if self._task is None:
             self._start()
-        return self._state is not _State.DOWN
+        return not self._down
 
     @property
     def congested(self) -> bool:
         return self._publishes > _CONGESTED_PUBLISHES
 
+    def _enter(self, state: _State) -> None:
+        self._state = state
+        self._down = state is _State.DOWN
+
     def _start(self) -> None:
-        self._state = _State.CONNECTING
+        self._enter(_State.CONNECTING)
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"queue-link-to-{self.node}"
         )
@@ -241,9 +249,9 @@ class QueueLink:
         self._changed()
 
     def settle(self, outcome: Outcome, delivery: int) -> None:
-        if outcome is Outcome.ACK:
+        if outcome is _ACK:
             self._acks.append(delivery)
-        elif outcome is Outcome.REJECT:
+        elif outcome is _REJECT:
             self._rejects.append(delivery)
         else:
             self._requeues.append(delivery)
@@ -280,7 +288,8 @@ class QueueLink:
 
     def _changed(self) -> None:
         self._has_up = True
-        self._schedule_flush()
+        if not self._flush_scheduled:
+            self._schedule_flush()
 
     def _schedule_flush(self) -> None:
         if not self._flush_scheduled:
@@ -355,11 +364,11 @@ class QueueLink:
             except Exception:
                 log.exception("queue link to %s failed", self.node)
             failures = 0 if self._state is _State.UP else failures + 1
-            self._state = _State.DOWN
+            self._enter(_State.DOWN)
             self._connection = None
             self._fail()
             await asyncio.sleep(_RETRY_SECONDS[min(failures, len(_RETRY_SECONDS) - 1)])
-            self._state = _State.CONNECTING
+            self._enter(_State.CONNECTING)
 
     async def _connect_and_serve(self) -> None:
         """One connection, until it ends."""
@@ -380,7 +389,7 @@ class QueueLink:
             log.info("queues of node %s are unreachable: %s", self.node, detail)
             return
         self._connection = connection
-        self._state = _State.UP
+        self._enter(_State.UP)
         if self._has_up:
             self._schedule_flush()
         try:

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from .classic import Consumer
     from .entry import QueueEntry
 
+# Looked up once: reading an Enum class's member costs about 75 ns, once per acknowledgement.
+_ACK, _REJECT, _REQUEUE = Outcome.ACK, Outcome.REJECT, Outcome.REQUEUE
 # Deliveries the home node may send a consumer ahead of what its channel wrote out.
 CREDIT_WINDOW = 1000
 _CREDIT_BATCH = CREDIT_WINDOW // 4
@@ -86,7 +88,7 @@ class RemoteQueueHandle:
 
     def _give_back(self, entry: QueueEntry) -> None:
         if entry.seq and self._current():
-            self.link.settle(Outcome.REQUEUE, entry.seq)
+            self.link.settle(_REQUEUE, entry.seq)
 
     def _current(self) -> bool:
         return self.link.generation == self.generation and self.link.up
@@ -107,11 +109,11 @@ class RemoteQueueHandle:
 
     def settle(self, entry: QueueEntry) -> None:
         if self._current():
-            self.link.settle(Outcome.ACK, entry.seq)
+            self.link.settle(_ACK, entry.seq)
 
     def reject(self, entry: QueueEntry) -> None:
         if self._current():
-            self.link.settle(Outcome.REJECT, entry.seq)
+            self.link.settle(_REJECT, entry.seq)
 
     def requeue(self, entries: list[QueueEntry]) -> None:
         for entry in entries:
