@@ -34,6 +34,7 @@ _CLOSE_IDS = (struct.pack(">HH", 10, 50), struct.pack(">HH", 10, 51))
 _PUBLISH_KEY = (60 << 16) | 40
 _ACK_KEY = (60 << 16) | 80
 _ACK_IDS = struct.pack(">HH", 60, 80)
+_PUBLISH_IDS = struct.pack(">HH", 60, 40)
 
 
 # --- events -----------------------------------------------------------------------------
@@ -237,7 +238,8 @@ class ServerConnection:
                 break
             offset = end + 1
             # Hot paths: the header and body frames of a publish being assembled, and basic.ack
-            # on an open channel (what _handle_frame would make of it, with fewer questions).
+            # and basic.publish on an open channel (what _handle_frame would make of them, with
+            # fewer questions).
             if kind in (FRAME_BODY, FRAME_HEADER) and channel in assemblies:
                 self._continue_content(kind, channel, payload, assemblies[channel], events)
             elif (
@@ -250,6 +252,16 @@ class ServerConnection:
             ):
                 tag, bits = _UNPACK_QB(payload, 4)
                 events.append(MethodReceived(channel, m.BasicAck(tag, bool(bits & 1))))
+            elif (
+                kind == FRAME_METHOD
+                and payload.startswith(_PUBLISH_IDS)
+                and self.state is _OPEN
+                and channels.get(channel) is _CHANNEL_OPEN
+                and channel not in assemblies
+            ):
+                publish = self._decode(payload, events)  # (a malformed one fails the connection)
+                if publish is not None:
+                    assemblies[channel] = _Assembly(publish)
             else:
                 self._handle_frame(kind, channel, payload, events)
                 if self._lost_sync or self.state is _CLOSED:

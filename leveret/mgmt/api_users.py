@@ -94,6 +94,8 @@ def bulk_delete(ctx: Context) -> Reply | Awaitable[Reply]:
     names = body["users"]
     if not isinstance(names, list):
         raise bad_request("users should be a list")
+    if not all(isinstance(name, str) for name in names):
+        raise bad_request("users should be a list of user names")
     for name in names:
         if name not in ctx.broker.users:
             raise ApiError(400, "bad_request", ["no_such_user", name])
