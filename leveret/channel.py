@@ -26,12 +26,12 @@ from .confirms import Confirms
 from .consumer_timeout import DeliveryMarks
 from .declare_rules import FIELD_TYPE_NAMES
 from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, with_reply_address
-from .message import FramedMessage, Message, check_properties, sender_selected
+from .message import Message, check_properties, sender_selected
 from .metadata import MetadataStore
 from .names import consumer_tag as new_consumer_tag
 from .queues import queue_type, stream_rules
 from .queues.classic import ClassicQueue, Consumer
-from .queues.entry import QueueEntry
+from .queues.entry import FramedEntry, QueueEntry
 from .queues.local_type import LocalQueueClient
 from .queues.queue_type import Pending, QueueClient, QueueRef, Settles
 from .queues.remote import HomeLink, RemoteQueue
@@ -507,19 +507,19 @@ class Channel:
         if not consumer.no_ack:
             self.unacked[tag] = (queue, entry, consumer)
             self._consumer_unacked += 1
-        message = entry.message
-        if type(message) is FramedMessage:  # from a remote queue's home node, framed for us
+        if type(entry) is FramedEntry:  # from a remote queue's home node, framed for us
             self.session.write(
                 deliver_framed(
                     self.number,
                     consumer.tag_bytes,
                     tag,
                     entry.redelivered,
-                    message.exchange_and_key,
-                    message.framed,
+                    entry.exchange_and_key,
+                    entry.framed,
                 )
             )
             return
+        message = entry.message
         self.session.write(
             deliver_frames(
                 self.number,

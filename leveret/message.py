@@ -74,23 +74,6 @@ class Message:
             self.properties  # noqa: B018 - decoding is the check
 
 
-class FramedMessage(Message):
-    """A delivery from a queue's home node to a consumer here: its exchange and routing key as
-    basic.deliver carries them, and its content header and body frames already made for the
-    consumer's channel (queues.proto's Delivery.framed). Only a channel's delivery reads it."""
-
-    __slots__ = ("framed",)
-
-    def __init__(self, exchange_and_key: bytes, framed: bytes) -> None:
-        # Every slot set here, not by Message's constructor: a call less per delivery on the
-        # busier node.
-        self.exchange = self.routing_key = ""
-        self.header = self.body = self.stored_body = b""
-        self._properties = None
-        self._exchange_and_key = exchange_and_key
-        self.framed = framed
-
-
 def check_properties(message: Message) -> str | None:
     """The reason a content header is malformed, or None."""
     try:

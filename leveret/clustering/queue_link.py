@@ -29,8 +29,8 @@ from proto import queues_pb2, queues_pb2_grpc
 
 from ..amqp.errors import AMQPError
 from ..amqp.fields import encode_table
-from ..message import FramedMessage, Message
-from ..queues.entry import QueueEntry
+from ..message import Message
+from ..queues.entry import FramedEntry, QueueEntry
 from ..queues.remote import (
     ConfirmWaiter,
     LinkDown,
@@ -517,11 +517,9 @@ def _serialized(control_batch: queues_pb2.ToHome, frames: queues_pb2.ToHome) -> 
 
 def _entry(delivery: queues_pb2.Delivery) -> QueueEntry:
     framed = delivery.framed
-    message = (
-        FramedMessage(delivery.exchange_and_key, framed)
-        if framed
-        else Message(delivery.exchange, delivery.routing_key, delivery.header, delivery.body)
-    )
+    if framed:
+        return FramedEntry(delivery.id, delivery.redelivered, delivery.exchange_and_key, framed)
+    message = Message(delivery.exchange, delivery.routing_key, delivery.header, delivery.body)
     return QueueEntry(delivery.id, message, delivery.redelivered)
 
 

@@ -30,3 +30,28 @@ class QueueEntry:
         if self.priority != other.priority:
             return self.priority > other.priority
         return self.seq < other.seq
+
+
+# What a FramedEntry holds as its message: nothing reads it (see FramedEntry).
+_NO_MESSAGE = Message("", "", b"", b"")
+
+
+class FramedEntry(QueueEntry):
+    """A delivery from a queue's home node to a consumer here: basic.deliver's exchange and
+    routing key as it carries them, and the content header and body frames already made for
+    the consumer's channel (queues.proto's Delivery.framed). Only the channel's delivery reads
+    them; its `message` is an empty stand-in, and `seq` names it for settling on the link."""
+
+    __slots__ = ("exchange_and_key", "framed")
+
+    def __init__(self, seq: int, redelivered: bool, exchange_and_key: bytes, framed: bytes) -> None:
+        # Every slot set here, not by QueueEntry's constructor: a call less per delivery on the
+        # busier node.
+        self.seq = seq
+        self.message = _NO_MESSAGE
+        self.redelivered = redelivered
+        self.stored = False
+        self.priority = 0
+        self.expires_at = 0.0
+        self.exchange_and_key = exchange_and_key
+        self.framed = framed
