@@ -10,9 +10,11 @@ RabbitMQ's for a metadata store timeout: 541 INTERNAL_ERROR, which closes the co
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import itertools
 import logging
+import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -70,6 +72,10 @@ class Declaring(Protocol):
 # How many times a declare is made again when the queue it found is deleted before its
 # declare-ok (each time needs another client's delete in that window).
 _DECLARE_ATTEMPTS = 20
+# Before it is made again, the declare waits a random part of this many seconds: against a client
+# that deletes and declares the queue in a loop, attempts paced by the same Raft commits fell
+# into step with its deletes, 20 in a row (with one Raft heartbeat every 3 ticks).
+_DECLARE_RETRY_JITTER = 0.005
 
 
 async def _decide(
@@ -426,6 +432,7 @@ def _remote_declare_ok(
             # so the name it lists proves nothing). The declare is made again once this node's
             # view has caught up; `again` is None after a bounded number of attempts, and then
             # the home node's refusal stands.
+            await asyncio.sleep(random.uniform(0, _DECLARE_RETRY_JITTER))
             await _barrier(metadata, timeout_text, method.ids)
             return None
         return status.message_count, status.consumer_count
