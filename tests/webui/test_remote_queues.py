@@ -66,7 +66,8 @@ def test_a_queue_homed_elsewhere_has_its_rates_chart(cluster: Cluster, browser: 
         go(page, "#/queue/%2F/far-rates")
         published = "[data-chart=rates] path[data-label=Published]"
         # Samples are taken every 5 s on the home node: two of them draw a line.
-        page.wait_for_selector(published, timeout=30_000)
+        # A steady rate draws a flat line, which has no height: Playwright calls it hidden.
+        page.wait_for_selector(published, state="attached", timeout=30_000)
         first = page.get_attribute(published, "d")
         wait_for(lambda: page.get_attribute(published, "d") != first, timeout=20, interval=0.5)
         assert "Published: 0/s" not in page.inner_text("[data-chart=rates] .legend")

@@ -132,7 +132,8 @@ def test_the_rates_chart_moves_while_a_producer_runs(page: Any, node: LeveretPro
     try:
         published = "[data-chart=rates] path[data-label=Published]"
         # Samples are taken every 5 s: two of them draw a line.
-        page.wait_for_selector(published, timeout=30_000)
+        # A steady rate draws a flat line, which has no height: Playwright calls it hidden.
+        page.wait_for_selector(published, state="attached", timeout=30_000)
         first = page.get_attribute(published, "d")
         wait_for(lambda: page.get_attribute(published, "d") != first, timeout=20, interval=0.5)
         legend = page.inner_text("[data-chart=rates] .legend")
