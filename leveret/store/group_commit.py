@@ -198,6 +198,10 @@ class GroupCommitter:
         if self._lazy_timer is not None:
             self._lazy_timer.cancel()
             self._lazy_timer = None
+        # What the batch takes goes to the OS now, not when its task first runs: a `flush()`
+        # in between (before a client write) no longer sees it, and the client would get
+        # deliveries whose marks a kill -9 could still lose.
+        self.flush()
         callbacks, self._callbacks = self._callbacks, []
         targets = list(self._dirty)
         self._dirty.clear()

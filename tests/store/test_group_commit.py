@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+import uvloop
 
 from leveret.store import GroupCommitter, QueueStore, SharedStore, StoreWriteError
 from leveret.store.files import FileSystem
@@ -354,3 +355,46 @@ def test_lazy_marks_are_fsynced_without_any_confirm(tmp_path: Path) -> None:
     store = QueueStore.open(str(tmp_path), fs=FileSystem())
     assert [(m.seq, m.redelivered) for m in store.read_messages(None, 10).messages] == [(1, True)]
     store.close()
+
+
+def test_a_batch_hands_what_it_takes_to_the_os_at_once(tmp_path: Path) -> None:
+    """A client's socket write calls `flush()` so that the delivery marks of what it carries
+    reach the OS first. A lazy batch that took the marks before that flush must have written
+    them already: on the node's loop (uvloop) its timer runs ahead of the callbacks queued in
+    the turn before, and a kill -9 before the batch's task ran would otherwise lose marks
+    of messages the client had."""
+    sizes: list[int] = []
+    marks = tmp_path / "0000000001.marks"
+
+    def size() -> int:
+        return marks.stat().st_size if marks.exists() else 0
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        committer = GroupCommitter(lazy_sync_delay=0)
+        store = QueueStore.open(str(tmp_path), committer=committer)
+        await _append_confirmed(committer, store, 1, b"one")
+        await _append_confirmed(committer, store, 2, b"two")
+        written = loop.create_future()
+
+        def first_delivery() -> None:
+            store.mark_delivered(1)  # written to the OS in the next turn, which arms the timer
+            loop.call_soon(second_delivery)
+
+        def second_delivery() -> None:
+            sizes.append(size())
+            store.mark_delivered(2)  # the lazy batch's timer takes it in the next turn
+            loop.call_soon(client_write)
+
+        def client_write() -> None:
+            committer.flush()
+            sizes.append(size())
+            written.set_result(None)
+
+        loop.call_soon(first_delivery)
+        await written
+        await committer.close()
+        store.close()
+
+    uvloop.run(main())
+    assert sizes[1] > sizes[0] > 0
