@@ -54,7 +54,11 @@ class InProcessNode:
         self.node = Node(self.config, clustering=ClusterPlugin)
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
-        self._submit(self.node.start()).result(10)
+        try:
+            self._submit(self.node.start()).result(10)
+        except BaseException:
+            self.stop()  # a node that fails to start leaves no loop polling its removed data
+            raise
         self.port = self.node.ports["amqp"]
         self.url = f"amqp://guest:guest@127.0.0.1:{self.port}/"
 
