@@ -96,6 +96,7 @@ class Channel:
         # Publishes of this read batch wait for an fsync before they may be confirmed.
         self._batch_needs_sync = False
         self._confirm_scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None  # (see confirmed)
         self.transactional = False
         self._tx_publishes: list[tuple[Message, list[QueueRef], bool]] = []
         # A commit waits for its fsync and for the home nodes of the queues it published to.
@@ -744,8 +745,9 @@ class Channel:
         if not method.exchange and method.routing_key.startswith(REPLY_PREFIX):
             self._publish_reply(message, method.mandatory)
             return
+        headers = message.properties.headers if has_properties else None
         queues = self.vhost.route(
-            method.exchange, method.routing_key, message, method.ids, extra_keys
+            method.exchange, method.routing_key, headers, method.ids, extra_keys
         )
         seq = self.confirms.next_seq() if self.confirming else 0
         if self.transactional:
@@ -802,7 +804,11 @@ class Channel:
         if not self._confirm_scheduled:
             # One basic.ack for all the home node confirmed in this turn of the loop.
             self._confirm_scheduled = True
-            asyncio.get_running_loop().call_soon(self._confirm_remote)
+            loop = self._loop
+            if loop is None:
+                # Looked up once: asyncio.get_running_loop() makes a getpid system call.
+                loop = self._loop = asyncio.get_running_loop()
+            loop.call_soon(self._confirm_remote)
 
     def congested(self, queue: ClassicQueue) -> None:
         self.session.publishes_to_congested_queue = True

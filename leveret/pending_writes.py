@@ -20,13 +20,18 @@ class PendingWrites:
     def __init__(self) -> None:
         self._flushes: list[Callable[[], None]] = []
         self._scheduled = False
+        # Looked up once: asyncio.get_running_loop() makes a getpid system call on every call.
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def add(self, flush: Callable[[], None]) -> None:
         """`flush` runs at the end of this turn, or at the next `flush`, whichever is first."""
         self._flushes.append(flush)
         if not self._scheduled:
             self._scheduled = True
-            asyncio.get_running_loop().call_soon(self._turn_ended)
+            loop = self._loop
+            if loop is None:
+                loop = self._loop = asyncio.get_running_loop()
+            loop.call_soon(self._turn_ended)
 
     def _turn_ended(self) -> None:
         self._scheduled = False

@@ -207,11 +207,12 @@ class VirtualHost:
         self,
         exchange_name: str,
         routing_key: str,
-        message: Message,
+        headers: dict[str, Any] | None,
         method: tuple[int, int],
         extra_routing_keys: tuple[str, ...] = (),
     ) -> list[QueueRef]:
-        """The queues `message` goes to: this node's, and those homed on other nodes."""
+        """The queues a message with these `headers` goes to: this node's, and those homed on
+        other nodes. (The publisher knows whether the message has properties at all.)"""
         exchange = self.exchanges.get(exchange_name)
         rules.check_publish_exchange(
             exchange_name,
@@ -220,7 +221,6 @@ class VirtualHost:
             vhost=self.name,
             method=method,
         )
-        headers = message.properties.headers if message.has_flags else None
         return self.route_unchecked(exchange_name, routing_key, headers, extra_routing_keys)
 
     def route_unchecked(

@@ -629,7 +629,10 @@ def _check_tune_ok(tune_ok: m.ConnectionTuneOk) -> AMQPError | None:
 
 def _decode_publish(payload: bytes) -> m.BasicPublish:
     """Hand-tuned decode of basic.publish: it is the most frequent method."""
-    exchange, offset = decode_shortstr(payload, 6)
+    if payload[6]:
+        exchange, offset = decode_shortstr(payload, 6)
+    else:  # the default exchange: most publishes of work queues
+        exchange, offset = "", 7
     routing_key, offset = decode_shortstr(payload, offset)
     bits = payload[offset]
     return m.BasicPublish(0, exchange, routing_key, bool(bits & 1), bool(bits & 2))

@@ -115,6 +115,7 @@ class QueueLink:
         self._route: tuple[str, list[str]] | None = None
         self._has_up = False
         self._flush_scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None  # (see _schedule_flush)
         self._task: asyncio.Task[None] | None = None
         # Publishes are numbered by their order on the connection, from 1 (queues.proto).
         self._publish_seq = 0
@@ -176,7 +177,8 @@ class QueueLink:
             publish.vhost = vhost
             publish.queues.extend(queues)
             self._route = (vhost, queues)
-        publish.exchange = message.exchange
+        if message.exchange:  # (a field left at its default costs nothing)
+            publish.exchange = message.exchange
         publish.routing_key = message.routing_key
         publish.header = message.header
         publish.body = message.body
@@ -294,7 +296,11 @@ class QueueLink:
     def _schedule_flush(self) -> None:
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            loop = self._loop
+            if loop is None:
+                # Looked up once: asyncio.get_running_loop() makes a getpid system call.
+                loop = self._loop = asyncio.get_running_loop()
+            loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         """Everything made in the loop's last turn goes in one write (or waits for the

@@ -121,7 +121,8 @@ def publish(ctx: Context) -> Reply:
     )
     check_permission(ctx, "write", vhost.name, name, "exchange")
     try:
-        queues = vhost.route(name, routing_key, message, BASIC_PUBLISH)
+        headers = message.properties.headers if message.has_flags else None
+        queues = vhost.route(name, routing_key, headers, BASIC_PUBLISH)
     except AMQPError as error:
         # RabbitMQ reports a failed publish with the whole reply text, code included.
         raise bad_request(str(error)) from None
