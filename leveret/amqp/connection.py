@@ -260,8 +260,19 @@ class ServerConnection:
                 and channel not in assemblies
             ):
                 publish = self._decode(payload, events)  # (a malformed one fails the connection)
-                if publish is not None:
-                    assemblies[channel] = _Assembly(publish)
+                if publish is None:
+                    continue
+                if budget > 1 or budget < 0:
+                    whole = self._whole_content(data, offset, size, channel)
+                    if whole is not None:
+                        header_end, body_end = whole
+                        header = data[offset + 7 : header_end]
+                        body = data[header_end + 8 : body_end]
+                        events.append(ContentReceived(channel, publish, header, body))
+                        offset = body_end + 1
+                        budget -= 2
+                        continue
+                assemblies[channel] = _Assembly(publish)
             else:
                 self._handle_frame(kind, channel, payload, events)
                 if self._lost_sync or self.state is _CLOSED:
@@ -277,6 +288,44 @@ class ServerConnection:
             else:
                 self._buffer = data[offset:]  # at most one partial frame
         return events
+
+    def _whole_content(
+        self, data: bytes, offset: int, size: int, channel: int
+    ) -> tuple[int, int] | None:
+        """Where the header and body frames of the publish just read end, if both follow it
+        whole in `data`, on its channel, and the one body frame is the whole content (the
+        usual small message): it then needs no assembly. None when anything is unusual: the
+        frames go the general way, which says what is wrong with them."""
+        if size - offset < 22:
+            return None
+        kind, header_channel, length = _UNPACK_HEAD(data, offset)
+        header_end = offset + 7 + length
+        if (
+            kind != FRAME_HEADER
+            or header_channel != channel
+            or length < 14
+            or length > self.frame_max
+            or header_end + 8 > size
+            or data[header_end] != FRAME_END
+        ):
+            return None
+        class_id, weight, body_size = _UNPACK_HHQ(data, offset + 7)
+        kind, body_channel, length = _UNPACK_HEAD(data, header_end + 1)
+        body_end = header_end + 8 + length
+        if (
+            class_id != 60
+            or weight != 0
+            or kind != FRAME_BODY
+            or body_channel != channel
+            or length != body_size
+            or length == 0
+            or length > self.frame_max
+            or body_size > self.max_content_size
+            or body_end >= size
+            or data[body_end] != FRAME_END
+        ):
+            return None
+        return header_end, body_end
 
     @property
     def has_buffered_frames(self) -> bool:

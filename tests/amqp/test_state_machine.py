@@ -568,3 +568,58 @@ def test_close_and_close_ok_still_heard_while_closing() -> None:
     ]
     assert conn.state is ConnectionState.CLOSED
     assert conn.receive_data(HEARTBEAT_FRAME + _frame(9, 1, b"x")) == []
+
+
+def _publish(channel: int = 1) -> bytes:
+    return method_frame(channel, m.BasicPublish(0, "", "q", False, False))
+
+
+# Publishes whose header and body follow whole: the parser takes the usual ones in one step,
+# and must make of every one of them what it makes of the same bytes read one at a time.
+WHOLE_READS = {
+    "usual": _publish() + _header(1, 5) + _body(1, 5),
+    "several": (_publish() + _header(1, 3) + _body(1, 3)) * 3 + _publish(2),
+    "empty body": _publish() + _header(1, 0) + _publish() + _header(1, 2) + _body(1, 2),
+    "body in two frames": _publish() + _header(1, 4) + _body(1, 2) + _body(1, 2),
+    "body too long": _publish() + _header(1, 2) + _body(1, 3),
+    "body on another channel": _publish() + _header(1, 2) + _body(2, 2),
+    "header on another channel": _publish() + _header(2, 2) + _body(1, 2),
+    "header of another class": _publish() + _header(1, 2, class_id=50) + _body(1, 2),
+    "bad end of header": _publish() + _header(1, 2)[:-1] + b"\x00" + _body(1, 2),
+    "bad end of body": _publish() + _header(1, 2) + _body(1, 2)[:-1] + b"\x00",
+    "larger than allowed": _publish() + _header(1, MAX_CONTENT + 1) + _body(1, MAX_CONTENT + 1),
+}
+
+
+def _described(events: list[Event]) -> list[tuple[object, ...]]:
+    described: list[tuple[object, ...]] = []
+    for event in events:
+        if isinstance(event, (ChannelFailed, ConnectionFailed)):
+            error = event.error
+            described.append((type(event).__name__, error.code, error.text, error.method))
+        else:
+            described.append((repr(event),))
+    return described
+
+
+@pytest.mark.parametrize("name", sorted(WHOLE_READS))
+def test_a_publish_read_whole_parses_as_one_read_a_byte_at_a_time(name: str) -> None:
+    def opened() -> ServerConnection:
+        conn = ServerConnection(max_content_size=MAX_CONTENT)
+        conn.receive_data(HANDSHAKE + method_frame(1, m.ChannelOpen()))
+        conn.receive_data(method_frame(2, m.ChannelOpen()))
+        return conn
+
+    data = WHOLE_READS[name]
+    whole = opened()
+    at_once = whole.receive_data(data)
+    piecewise = opened()
+    one_by_one = [
+        event for i in range(len(data)) for event in piecewise.receive_data(data[i : i + 1])
+    ]
+    assert _described(at_once) == _described(one_by_one)
+    assert (whole.state, whole.channels) == (piecewise.state, piecewise.channels)
+    assert any(isinstance(event, ContentReceived) for event in at_once) or name not in {
+        "usual",
+        "several",
+    }
