@@ -179,12 +179,11 @@ class GroupCommitter:
 
     def _flush_to_os(self) -> None:
         self._flush_handle = None
-        self.flush()
-        if self._batch_task is not None:
+        if self._batch_task is None and self._callbacks:
+            self._start_batch()  # (which hands everything to the OS first)
             return
-        if self._callbacks:
-            self._start_batch()
-        elif self._dirty and self._lazy_timer is None:
+        self.flush()
+        if self._batch_task is None and self._dirty and self._lazy_timer is None:
             self._lazy_timer = self._event_loop().call_later(
                 self._lazy_sync_delay, self._start_lazy_batch
             )
