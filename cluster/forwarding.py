@@ -59,6 +59,8 @@ class Forwarder:
         self._reads: set[int] = set()
         streams.on_forward_dropped = self._dropped
         streams.on_refused_by = self._refused_by
+        streams.on_stream_down = self._ask_reads_again
+        loop.change_listeners.append(self._leader_changed)
 
     def usable(self, leader: str | None) -> bool:
         """Whether commands can go to `leader` on its stream now."""
@@ -213,3 +215,13 @@ class Forwarder:
 
     def _refused_by(self, peer: str) -> None:
         self._dropped([ident for ident, (leader, _) in self._waiting.items() if leader == peer])
+
+    def _ask_reads_again(self, peer: str) -> None:
+        """The stream to `peer` broke: the reads it carried will not be answered, and a read
+        is safe to ask again (where a command's outcome is unknown)."""
+        self._dropped([ident for ident in self._reads if self._waiting[ident][0] == peer])
+
+    def _leader_changed(self) -> None:
+        """Reads asked of a node that no longer leads are asked again, of the leader now."""
+        leader = self._loop.raft.leader_id
+        self._dropped([ident for ident in self._reads if self._waiting[ident][0] != leader])

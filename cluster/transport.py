@@ -334,6 +334,8 @@ class RaftStreams:
         # Told of a peer that closed our stream because we are not a member of its cluster:
         # it took nothing of what we sent.
         self.on_refused_by: Callable[[str], None] = lambda peer: None
+        # Told of a peer whose stream broke: what it took will not be answered on it.
+        self.on_stream_down: Callable[[str], None] = lambda peer: None
 
     def send(self, messages: Sequence[Message]) -> None:
         """Queue `messages` for their destinations; never waits."""
@@ -367,6 +369,7 @@ class RaftStreams:
                 self._throttle,
                 lambda ids: self.on_forward_dropped(ids),
                 lambda: self.on_refused_by(peer),
+                lambda: self.on_stream_down(peer),
             )
             self._senders[peer] = sender
         return sender
@@ -393,6 +396,7 @@ class _RaftSender:
         throttle: LogThrottle,
         forward_dropped: Callable[[list[int]], None],
         refused: Callable[[], None],
+        broke: Callable[[], None],
     ) -> None:
         self.peer = peer
         self.connected = False
@@ -402,6 +406,7 @@ class _RaftSender:
         self._throttle = throttle
         self._forward_dropped = forward_dropped
         self._refused = refused
+        self._broke = broke
         self._queue: deque[Message] = deque()
         self._forwarded: list[raft_pb2.Forwarded] = []
         self._outcomes: list[raft_pb2.ForwardOutcome] = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 
+import pika
 import pytest
 
 from tests.cluster.processes import Cluster, ClusterNode, running_cluster
@@ -84,6 +85,20 @@ def test_killing_the_leader_elects_another_and_writes_continue() -> None:
         assert "after-failover" in vhost_names(survivors[1])
         # Gossip notices the dead node.
         wait_for(lambda: leader.name not in survivors[0].status()["running_nodes"], 20, 0.2)
+
+
+def test_a_read_forwarded_to_a_leader_that_dies_is_asked_of_the_next() -> None:
+    with running_cluster(3) as cluster:
+        leader = cluster.node(cluster.wait_leader(THREE))
+        follower = next(node for node in cluster.nodes if node is not leader)
+        assert follower.process is not None
+        with pika.BlockingConnection(pika.URLParameters(follower.process.url)) as conn:
+            channel = conn.channel()
+            channel.queue_declare("read-barrier", durable=True)
+            leader.kill()
+            # A redeclare waits until the follower's view is current: the read it forwarded to
+            # the leader is asked again of the next one, within the declare's time.
+            assert channel.queue_declare("read-barrier", durable=True).method.queue
 
 
 def test_a_minority_cannot_change_metadata_and_says_why() -> None:
