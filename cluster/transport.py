@@ -275,14 +275,17 @@ class PeerChannels:
         """The channel to the node at `address` (it connects lazily)."""
         channel = self._channels.get(address)
         if channel is None:
-            if self._tls is None:
-                channel = grpc.aio.insecure_channel(address, options=_CHANNEL_OPTIONS)
-            else:
-                channel = grpc.aio.secure_channel(
-                    address, self._tls.channel_credentials(), options=_CHANNEL_OPTIONS
-                )
-            self._channels[address] = channel
+            channel = self._channels[address] = self.own_channel(address)
         return channel
+
+    def own_channel(self, address: str) -> grpc.aio.Channel:
+        """A channel to `address` that is not shared (the caller closes it): it connects on its
+        first call, whatever backoff the shared one is waiting out."""
+        if self._tls is None:
+            return grpc.aio.insecure_channel(address, options=_CHANNEL_OPTIONS)
+        return grpc.aio.secure_channel(
+            address, self._tls.channel_credentials(), options=_CHANNEL_OPTIONS
+        )
 
     def stub(self, address: str) -> cluster_pb2_grpc.ClusterStub:
         """The Cluster stub for the node at `address`."""
@@ -489,6 +492,7 @@ class _RaftSender:
                     code = await call.code()
                 call.cancel()
                 self._drop_unsent()
+                self._broke()
                 self._report(address, error, code)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)

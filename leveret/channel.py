@@ -309,7 +309,7 @@ class Channel:
             return
         name = self._bindable_queue(name, method)
         if remote is not None:
-            self.remote_client(remote, method).link()  # RabbitMQ refuses if its node is down
+            self.remote_client(remote, method).check_up()  # RabbitMQ refuses if its node is down
         self._check("write", "queue", name, method)
         self._check("read", "exchange", method.exchange, method)
         declares.bind(

@@ -422,7 +422,7 @@ def _remote_declare_ok(
     client = channel.remote_client(remote, method)
 
     async def counts() -> tuple[int, int] | None:
-        link = client.link()  # 404 at once when the home node is down
+        link = client.link()
         try:
             status = await client.request(link, RequestKind.STATUS)
         except AMQPError as error:

@@ -6,7 +6,8 @@ and credit and settlements ahead of them. What the clients did in one turn of th
 goes out at the end of it in one write. A link connects on first use. When it breaks,
 whatever waited on it fails at once (publishes are nacked, consumers cancelled, requests
 answered "home node down"), and it reconnects in the background; until then the home node
-counts as down.
+counts as down. A request or consumer that finds it down has an attempt made at once and waits
+for it, as RabbitMQ's nodes connect on demand: a home node that is back serves at once.
 """
 
 from __future__ import annotations
@@ -49,7 +50,10 @@ _CONNECT_SECONDS = 2.0
 # Publishes beyond this many bytes of bodies start another frame of the same batch, so that no
 # frame comes near the limit and the home node takes a large batch a piece at a time.
 _FRAME_BYTES = 1 << 20
-_RETRY_SECONDS = (0.2, 0.5, 1.0, 2.0)
+# Between attempts to reconnect: the backoff, cut short by an operation that needs the node,
+# but never less than the gap (a publisher to a node that stays down would keep it trying).
+_RETRY_SECONDS = (0.1, 0.2, 0.5)
+_RETRY_GAP_SECONDS = 0.1
 # Looked up once: reading an Enum class's member costs about 75 ns, and settle() runs for every
 # acknowledgement.
 _ACK, _REJECT = Outcome.ACK, Outcome.REJECT
@@ -65,9 +69,9 @@ _FULL_BATCH = 256
 
 class _State(Enum):
     IDLE = "idle"  # not used yet
-    CONNECTING = "connecting"  # operations wait for the connection
+    CONNECTING = "connecting"  # the first connection: operations wait for it
     UP = "up"
-    DOWN = "down"  # broke; retrying in the background
+    DOWN = "down"  # broke: publishes are dropped; reconnecting in the background
 
 
 # Opens the data connection to a node: (node, its cluster address, who gets what comes).
@@ -117,6 +121,8 @@ class QueueLink:
         self._flush_scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None  # (see _schedule_flush)
         self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()  # an operation needs the node: reconnect now
+        self._attempt: asyncio.Future[bool] | None = None  # whether the next attempt connects
         # Publishes are numbered by their order on the connection, from 1 (queues.proto).
         self._publish_seq = 0
         # Publishes awaiting their confirm, in order: (link seq, waiter, the waiter's seq).
@@ -133,9 +139,12 @@ class QueueLink:
 
     @property
     def up(self) -> bool:
+        if self._down:
+            self._wake.set()  # (a publisher's need brings the next attempt forward)
+            return False
         if self._task is None:
             self._start()
-        return not self._down
+        return True
 
     @property
     def congested(self) -> bool:
@@ -159,6 +168,7 @@ class QueueLink:
         if self._connection is not None:
             self._connection.close()
         self._fail()
+        self._attempted(False)
 
     # --- operations ---------------------------------------------------------------------------
 
@@ -214,7 +224,7 @@ class QueueLink:
         arguments: dict[str, Any],
         framing: tuple[int, int] = (0, 0),
     ) -> int:
-        self._require_up()
+        await self._reach()
         consumer_id = next(self._ids)
         subscribe = self._up.subscribes.add()
         subscribe.consumer = consumer_id
@@ -268,7 +278,7 @@ class QueueLink:
         no_ack: bool = False,
         view_query: str = "",
     ) -> QueueStatus:
-        self._require_up()
+        await self._reach()
         request_id = next(self._ids)
         request = self._up.requests.add()
         request.id = request_id
@@ -282,8 +292,18 @@ class QueueLink:
         self._changed()
         return await future
 
-    def _require_up(self) -> None:
-        if not self.up:
+    async def _reach(self) -> None:
+        """Returns at once unless the link is down; then waits for an attempt to reconnect made
+        now, and raises LinkDown if it fails."""
+        if self._task is None:
+            self._start()
+        if not self._down:
+            return
+        attempt = self._attempt
+        if attempt is None:
+            attempt = self._attempt = asyncio.get_running_loop().create_future()
+            self._wake.set()
+        if not await asyncio.shield(attempt):
             raise LinkDown(self.node)
 
     # --- sending ------------------------------------------------------------------------------
@@ -373,8 +393,25 @@ class QueueLink:
             self._enter(_State.DOWN)
             self._connection = None
             self._fail()
-            await asyncio.sleep(_RETRY_SECONDS[min(failures, len(_RETRY_SECONDS) - 1)])
-            self._enter(_State.CONNECTING)
+            self._attempted(False)
+            await self._until_next_attempt(failures)
+
+    async def _until_next_attempt(self, failures: int) -> None:
+        """The backoff after `failures` attempts in a row, cut short when an operation needs
+        the node (after the gap)."""
+        await asyncio.sleep(_RETRY_GAP_SECONDS)
+        backoff = _RETRY_SECONDS[min(failures, len(_RETRY_SECONDS) - 1)] - _RETRY_GAP_SECONDS
+        if backoff > 0 and not self._wake.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(backoff):
+                    await self._wake.wait()
+        self._wake.clear()
+
+    def _attempted(self, connected: bool) -> None:
+        """Tell the operations waiting for an attempt to reconnect how it went."""
+        attempt, self._attempt = self._attempt, None
+        if attempt is not None and not attempt.done():
+            attempt.set_result(connected)
 
     async def _connect_and_serve(self) -> None:
         """One connection, until it ends."""
@@ -391,11 +428,13 @@ class QueueLink:
                 )
             return
         except (TimeoutError, OSError, grpc.aio.AioRpcError) as error:
-            detail = error.code() if isinstance(error, grpc.aio.AioRpcError) else repr(error)
-            log.info("queues of node %s are unreachable: %s", self.node, detail)
+            if self._throttle.allows(f"unreachable:{self.node}"):
+                detail = error.code() if isinstance(error, grpc.aio.AioRpcError) else repr(error)
+                log.info("queues of node %s are unreachable: %s", self.node, detail)
             return
         self._connection = connection
         self._enter(_State.UP)
+        self._attempted(True)
         if self._has_up:
             self._schedule_flush()
         try:
@@ -567,12 +606,20 @@ class QueueLinks:
     async def _open(self, node: str, address: str, link: QueueLink) -> DataConnection:
         """Ask the node where it takes data connections (it may have restarted on another
         port since the last one), then connect there."""
-        stub = queues_pb2_grpc.QueuesStub(self._peers.channel(address))
-        location = await stub.Locate(
-            queues_pb2.LocateRequest(),
-            metadata=self._peers.metadata_for(LOCATE_PATH),
-            wait_for_ready=True,
-        )
+        channel = self._peers.channel(address)
+        own = None
+        if channel.get_state() is not grpc.ChannelConnectivity.READY:
+            # The shared channel may be waiting out its backoff, or still believe a node that
+            # just came back is down: a channel of the link's own asks now, and a node that is
+            # down refuses it at once.
+            channel = own = self._peers.own_channel(address)
+        try:
+            location = await queues_pb2_grpc.QueuesStub(channel).Locate(
+                queues_pb2.LocateRequest(), metadata=self._peers.metadata_for(LOCATE_PATH)
+            )
+        finally:
+            if own is not None:
+                await own.close()
         host = address.rpartition(":")[0].strip("[]")
         return await open_data(
             node, host, location.port, self._peers.signer, link, self._tls, _CONNECT_SECONDS

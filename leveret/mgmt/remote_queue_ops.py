@@ -27,10 +27,9 @@ class Unreachable(Exception):
 
 def _link(broker: Broker, queue: RemoteQueue) -> HomeLink:
     links = broker.links
-    link = links.link(queue.home_node) if links is not None else None
-    if link is None or not link.up:
+    if links is None:
         raise Unreachable(queue.home_node)
-    return link
+    return links.link(queue.home_node)
 
 
 async def _ask(

@@ -54,14 +54,18 @@ class RemoteQueueClient:
         return rules.is_stream(self.remote.decl.arguments)
 
     def link(self) -> HomeLink:
-        """The link to the home node; RabbitMQ's 404 when that node is down."""
+        """The link to the home node (whether that node answers, its requests find out)."""
         remote = self.remote
         if remote.exclusive_owner is not None:
             raise rules.exclusive_locked(remote.name, remote.vhost, self._method)
-        link = self._links.link(remote.home_node) if self._links is not None else None
-        if link is None or not link.up:
+        if self._links is None:
             raise self._unreachable()
-        return link
+        return self._links.link(remote.home_node)
+
+    def check_up(self) -> None:
+        """RabbitMQ's 404 at once when the home node is down, for what does not ask it."""
+        if not self.link().up:
+            raise self._unreachable()
 
     def _unreachable(self) -> AMQPError:
         remote = self.remote

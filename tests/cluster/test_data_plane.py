@@ -5,6 +5,7 @@ back."""
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -143,6 +144,30 @@ def test_a_link_reconnects_to_a_home_node_that_restarted(two: Cluster) -> None:
 
     wait_for(published_through_b, 20, 0.2)
     assert get_all(two.nodes[B], "plane-restart") == [b"one", b"two"]
+
+
+def test_a_home_node_that_restarted_serves_through_other_nodes_at_once(two: Cluster) -> None:
+    queue = "plane-at-once"
+    declare_on_a(two, queue)
+    with pika.BlockingConnection(pika.URLParameters(url(two.nodes[B]))) as conn:
+        channel = conn.channel()
+        channel.confirm_delivery()
+        channel.basic_publish("", queue, b"kept", pika.BasicProperties(delivery_mode=2))
+    home = two.nodes[A]
+    home.kill()
+    with pika.BlockingConnection(pika.URLParameters(url(two.nodes[B]))) as conn:
+        with pytest.raises(pika.exceptions.ChannelClosedByBroker) as refused:
+            conn.channel().queue_declare(queue, passive=True)
+        assert refused.value.reply_code == 404
+    time.sleep(3)  # down long enough for B's attempts to reconnect to space out
+    home.start(same_ports=True)
+
+    # The first operations through B, as soon as A is back, find A's queue and message.
+    with pika.BlockingConnection(pika.URLParameters(url(two.nodes[B]))) as conn:
+        channel = conn.channel()
+        assert channel.queue_declare(queue, passive=True).method.message_count == 1
+        _, _, body = channel.basic_get(queue, auto_ack=True)
+        assert body == b"kept"
 
 
 class Peer(Stranger):
