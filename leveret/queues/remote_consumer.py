@@ -91,7 +91,9 @@ class RemoteQueueHandle:
             self.link.settle(_REQUEUE, entry.seq)
 
     def _current(self) -> bool:
-        return self.link.generation == self.generation and self.link.up
+        # A link takes a new generation whenever it fails, so one that is down has left this
+        # handle's behind.
+        return self.link.generation == self.generation
 
     # --- what the channel does ----------------------------------------------------------------
 
