@@ -309,7 +309,11 @@ class Channel:
             return
         name = self._bindable_queue(name, method)
         if remote is not None:
-            self.remote_client(remote, method).check_up()  # RabbitMQ refuses if its node is down
+            client = self.remote_client(remote, method)
+            if not client.link().up:
+                # RabbitMQ refuses if its node is down: bind once an attempt reached it
+                self.wait_then(client.reach(), lambda _: self._queue_bind(method, current=True))
+                return
         self._check("write", "queue", name, method)
         self._check("read", "exchange", method.exchange, method)
         declares.bind(

@@ -224,7 +224,7 @@ class QueueLink:
         arguments: dict[str, Any],
         framing: tuple[int, int] = (0, 0),
     ) -> int:
-        await self._reach()
+        await self.reach()
         consumer_id = next(self._ids)
         subscribe = self._up.subscribes.add()
         subscribe.consumer = consumer_id
@@ -278,7 +278,7 @@ class QueueLink:
         no_ack: bool = False,
         view_query: str = "",
     ) -> QueueStatus:
-        await self._reach()
+        await self.reach()
         request_id = next(self._ids)
         request = self._up.requests.add()
         request.id = request_id
@@ -292,7 +292,7 @@ class QueueLink:
         self._changed()
         return await future
 
-    async def _reach(self) -> None:
+    async def reach(self) -> None:
         """Returns at once unless the link is down; then waits for an attempt to reconnect made
         now, and raises LinkDown if it fails."""
         if self._task is None:

@@ -135,6 +135,10 @@ class HomeLink(Protocol):
         frame_max its deliveries come framed for ((0, 0): unframed)."""
         ...
 
+    def reach(self) -> Awaitable[None]:
+        """Returns once the home node can be reached; raises LinkDown when it cannot."""
+        ...
+
     def cancel(self, consumer: int) -> None: ...
 
     def grant(self, consumer: int, credit: int) -> None:

@@ -62,10 +62,12 @@ class RemoteQueueClient:
             raise self._unreachable()
         return self._links.link(remote.home_node)
 
-    def check_up(self) -> None:
-        """RabbitMQ's 404 at once when the home node is down, for what does not ask it."""
-        if not self.link().up:
-            raise self._unreachable()
+    async def reach(self) -> None:
+        """RabbitMQ's 404 unless the home node can be reached now."""
+        try:
+            await self.link().reach()
+        except LinkDown:
+            raise self._unreachable() from None
 
     def _unreachable(self) -> AMQPError:
         remote = self.remote

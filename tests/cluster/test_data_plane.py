@@ -165,6 +165,7 @@ def test_a_home_node_that_restarted_serves_through_other_nodes_at_once(two: Clus
     # The first operations through B, as soon as A is back, find A's queue and message.
     with pika.BlockingConnection(pika.URLParameters(url(two.nodes[B]))) as conn:
         channel = conn.channel()
+        channel.queue_bind(queue, "amq.direct", "at-once")
         assert channel.queue_declare(queue, passive=True).method.message_count == 1
         _, _, body = channel.basic_get(queue, auto_ack=True)
         assert body == b"kept"
