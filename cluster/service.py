@@ -87,6 +87,8 @@ class ClusterService:
         self._book = AddressBook(self.name, "")
         # Awaited by the leader before it admits a node (the node's definitions go first).
         self.before_admitting: Callable[[], Awaitable[None]] | None = None
+        # Told of every authenticated call from another node: that node is up.
+        self.heard_from: Callable[[str], None] = lambda node: None
         # Set in start(), used by everything after it.
         self._channels: PeerChannels
         self._streams: RaftStreams
@@ -465,6 +467,7 @@ class ClusterService:
     def _on_caller(self, caller: Caller) -> None:
         if caller.address:
             self._book.set(caller.node, caller.address)
+        self.heard_from(caller.node)
 
     def _on_effects(self, effects: list[Effect]) -> None:
         changed = False

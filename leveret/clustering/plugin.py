@@ -125,6 +125,7 @@ class ClusterPlugin:
             tls.client_context() if tls else None,
             self._broker.pending_writes.flush,
         )
+        self.service.heard_from = self._links.heard_from
         self._broker.link_queues(self._links)
         attach_cluster(self._broker, self._management)
         self._mirror.rebuild()

@@ -69,7 +69,7 @@ _FULL_BATCH = 256
 
 class _State(Enum):
     IDLE = "idle"  # not used yet
-    CONNECTING = "connecting"  # the first connection: operations wait for it
+    CONNECTING = "connecting"  # a first connection, or the node called: operations wait
     UP = "up"
     DOWN = "down"  # broke: publishes are dropped; reconnecting in the background
 
@@ -153,6 +153,13 @@ class QueueLink:
     def _enter(self, state: _State) -> None:
         self._state = state
         self._down = state is _State.DOWN
+
+    def node_is_up(self) -> None:
+        """The node called this one (it is back, perhaps from a restart): a link that is down
+        connects now, and what is sent meanwhile waits for it rather than being dropped."""
+        if self._down:
+            self._enter(_State.CONNECTING)
+            self._wake.set()
 
     def _start(self) -> None:
         self._enter(_State.CONNECTING)
@@ -588,6 +595,12 @@ class QueueLinks:
         self._tls = tls
         self._throttle = LogThrottle()
         self._links: dict[str, QueueLink] = {}
+
+    def heard_from(self, node: str) -> None:
+        """`node` called this node: it is up."""
+        link = self._links.get(node)
+        if link is not None:
+            link.node_is_up()
 
     def link(self, node: str) -> QueueLink:
         link = self._links.get(node)

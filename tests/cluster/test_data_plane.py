@@ -162,13 +162,15 @@ def test_a_home_node_that_restarted_serves_through_other_nodes_at_once(two: Clus
     time.sleep(3)  # down long enough for B's attempts to reconnect to space out
     home.start(same_ports=True)
 
-    # The first operations through B, as soon as A is back, find A's queue and message.
+    # The first operations through B, as soon as A is back, reach A's queue: a publish is
+    # not dropped as one to a node that is down would be.
     with pika.BlockingConnection(pika.URLParameters(url(two.nodes[B]))) as conn:
         channel = conn.channel()
+        channel.confirm_delivery()
+        channel.basic_publish("", queue, b"after", pika.BasicProperties(delivery_mode=2))
         channel.queue_bind(queue, "amq.direct", "at-once")
-        assert channel.queue_declare(queue, passive=True).method.message_count == 1
-        _, _, body = channel.basic_get(queue, auto_ack=True)
-        assert body == b"kept"
+        assert channel.queue_declare(queue, passive=True).method.message_count == 2
+        assert [channel.basic_get(queue, auto_ack=True)[2] for _ in range(2)] == [b"kept", b"after"]
 
 
 class Peer(Stranger):
