@@ -373,7 +373,7 @@ class Channel:
         if method.if_unused and queue.consumer_count:
             raise precondition_failed(f"{where} in use", method.ids)
         if method.if_empty and queue.message_count:
-            raise precondition_failed(f"{where} is not empty", method.ids)
+            raise precondition_failed(f"{where} not empty", method.ids)
 
     # --- consuming ----------------------------------------------------------------------------
 

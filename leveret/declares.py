@@ -549,7 +549,7 @@ def _delete_remote(
         if method.if_unused and status.consumer_count:
             raise precondition_failed(f"{where} in use", method.ids)
         if method.if_empty and status.message_count:
-            raise precondition_failed(f"{where} is not empty", method.ids)
+            raise precondition_failed(f"{where} not empty", method.ids)
         await _decide(
             metadata, commands.delete_queue(vhost.name, remote.name, None), text, method.ids
         )

@@ -111,7 +111,7 @@ def test_delete_if_unused_and_if_empty(connection) -> None:
     ch.queue_declare("busy")
     ch.basic_publish("", "busy", b"x")
     code, text = _channel_error(connection, lambda c: c.queue_delete("busy", if_empty=True))
-    assert (code, text) == (406, "PRECONDITION_FAILED - queue 'busy' in vhost '/' is not empty")
+    assert (code, text) == (406, "PRECONDITION_FAILED - queue 'busy' in vhost '/' not empty")
     ch.basic_consume("busy", lambda *a: None, auto_ack=True)
     code, text = _channel_error(connection, lambda c: c.queue_delete("busy", if_unused=True))
     assert (code, text) == (406, "PRECONDITION_FAILED - queue 'busy' in vhost '/' in use")

@@ -213,7 +213,7 @@ def test_get_purge_delete_and_declare_counts_from_other_nodes(three: Cluster) ->
             channel.queue_delete(queue, if_empty=True)
         assert not_empty.value.reply_code == 406
         assert not_empty.value.reply_text == (
-            f"PRECONDITION_FAILED - queue '{queue}' in vhost '/' is not empty"
+            f"PRECONDITION_FAILED - queue '{queue}' in vhost '/' not empty"
         )
         channel = conn.channel()
         assert channel.queue_purge(queue).method.message_count == 2
