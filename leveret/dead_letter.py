@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from .amqp.fields import Long
 from .amqp.properties import encode_header_payload
 from .message import Message
 
@@ -21,13 +22,13 @@ def dead_lettered(
         if death.get("queue") == queue and death.get("reason") == reason:
             del deaths[index]
             death = dict(death)
-            death["count"] = int(death.get("count", 0)) + 1
+            death["count"] = Long(int(death.get("count", 0)) + 1)
             death["time"] = _now()
             deaths.insert(0, death)
             break
     else:
         death = {
-            "count": 1,
+            "count": Long(1),  # a long, as RabbitMQ sends it (Java clients read a Long)
             "reason": reason,
             "queue": queue,
             "time": _now(),

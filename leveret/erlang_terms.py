@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from .amqp.fields import Float32, WireInt
+
 # ---------------------------------------------------------------------------------------------
 # Field types, as RabbitMQ names them once it has parsed a table.
 
@@ -53,6 +55,10 @@ def field_type_name(value: Any, declared: str | None = None) -> str:
     """
     if declared:
         return FIELD_TYPE_NAMES.get(declared, declared)
+    if isinstance(value, WireInt):
+        return FIELD_TYPE_NAMES[value.letter.decode()]
+    if isinstance(value, Float32):
+        return "float"
     if value is True or value is False:
         return "bool"
     if isinstance(value, int):

@@ -24,6 +24,56 @@ _UNPACK_d = struct.Struct(">d").unpack_from
 _PACK_I = struct.Struct(">I").pack
 
 
+class WireInt(int):
+    """An integer that came with a width other than signed 32 bits (the default for an int
+    made here): it goes back out as it came, as RabbitMQ keeps each header's type when it
+    rewrites headers (dead-lettering, BCC, direct reply-to). A Java client reads an 'l' as a
+    Long and an 'I' as an Integer, and casts one to the other at its peril."""
+
+    __slots__ = ()
+    letter = b"I"
+    _pack = struct.Struct(">i").pack
+
+    def encode(self) -> bytes:
+        return self.letter + self._pack(self)
+
+
+class Byte(WireInt):
+    __slots__ = ()
+    letter, _pack = b"b", struct.Struct(">b").pack
+
+
+class UnsignedByte(WireInt):
+    __slots__ = ()
+    letter, _pack = b"B", struct.Struct(">B").pack
+
+
+class Short(WireInt):
+    __slots__ = ()
+    letter, _pack = b"s", struct.Struct(">h").pack
+
+
+class UnsignedShort(WireInt):
+    __slots__ = ()
+    letter, _pack = b"u", struct.Struct(">H").pack
+
+
+class UnsignedInt(WireInt):
+    __slots__ = ()
+    letter, _pack = b"i", struct.Struct(">I").pack
+
+
+class Long(WireInt):
+    __slots__ = ()
+    letter, _pack = b"l", struct.Struct(">q").pack
+
+
+class Float32(float):
+    """A float that came as 'f' (single precision), and goes back out as one."""
+
+    __slots__ = ()
+
+
 class DecodeError(Exception):
     """Raised when bytes do not form a valid value; callers map it to a protocol error."""
 
@@ -73,23 +123,23 @@ def decode_value(buf: bytes, offset: int, depth: int = 0) -> tuple[Any, int]:
     if kind == 0x74:  # 't'
         return buf[offset] != 0, offset + 1
     if kind == 0x6C:  # 'l'
-        return _UNPACK_q(buf, offset)[0], offset + 8
+        return Long(_UNPACK_q(buf, offset)[0]), offset + 8
     if kind == 0x41:  # 'A'
         return _decode_array(buf, offset, depth + 1)
     if kind == 0x62:  # 'b'
-        return _UNPACK_b(buf, offset)[0], offset + 1
+        return Byte(_UNPACK_b(buf, offset)[0]), offset + 1
     if kind == 0x42:  # 'B'
-        return _UNPACK_B(buf, offset)[0], offset + 1
+        return UnsignedByte(_UNPACK_B(buf, offset)[0]), offset + 1
     if kind == 0x73:  # 's'
-        return _UNPACK_h(buf, offset)[0], offset + 2
+        return Short(_UNPACK_h(buf, offset)[0]), offset + 2
     if kind == 0x75:  # 'u'
-        return _UNPACK_H(buf, offset)[0], offset + 2
+        return UnsignedShort(_UNPACK_H(buf, offset)[0]), offset + 2
     if kind == 0x69:  # 'i'
-        return _UNPACK_I(buf, offset)[0], offset + 4
-    if kind == 0x4C:  # 'L' (unsigned 64, accepted as some clients send it)
-        return _UNPACK_Q(buf, offset)[0], offset + 8
+        return UnsignedInt(_UNPACK_I(buf, offset)[0]), offset + 4
+    if kind == 0x4C:  # 'L': some clients send it; RabbitMQ reads it as a signed long, 'l'
+        return Long(_UNPACK_q(buf, offset)[0]), offset + 8
     if kind == 0x66:  # 'f'
-        return _UNPACK_f(buf, offset)[0], offset + 4
+        return Float32(_UNPACK_f(buf, offset)[0]), offset + 4
     if kind == 0x64:  # 'd'
         return _UNPACK_d(buf, offset)[0], offset + 8
     if kind == 0x44:  # 'D'
@@ -196,6 +246,8 @@ def encode_longstr(value: str | bytes) -> bytes:
 def encode_value(value: Any) -> bytes:
     if isinstance(value, bool):
         return b"t\x01" if value else b"t\x00"
+    if isinstance(value, WireInt):
+        return value.encode()
     if isinstance(value, int):
         if -(2**31) <= value < 2**31:
             return b"I" + struct.pack(">i", value)
@@ -209,6 +261,8 @@ def encode_value(value: Any) -> bytes:
     if isinstance(value, (list, tuple)):
         inner = b"".join(encode_value(item) for item in value)
         return b"A" + _PACK_I(len(inner)) + inner
+    if isinstance(value, Float32):
+        return b"f" + struct.pack(">f", value)
     if isinstance(value, float):
         return b"d" + struct.pack(">d", value)
     if isinstance(value, Decimal):

@@ -18,7 +18,7 @@ from leveret.amqp.connection import (
     ServerConnection,
 )
 from leveret.amqp.constants import PROTOCOL_HEADER
-from leveret.amqp.fields import decode_table, encode_table
+from leveret.amqp.fields import decode_table, decode_value, encode_table, encode_value
 from leveret.amqp.frames import (
     content_frames,
     deliver_framed,
@@ -28,6 +28,7 @@ from leveret.amqp.frames import (
     shortstr,
 )
 from leveret.amqp.properties import BasicProperties, decode_properties, encode_header_payload
+from leveret.erlang_terms import field_type_name
 
 field_values = st.recursive(
     st.none()
@@ -52,6 +53,53 @@ def test_table_round_trip(table) -> None:
     decoded, end = decode_table(encoded, 0)
     assert end == len(encoded)
     assert decoded == table
+
+
+# Each wire type letter with a packer and the values it holds.
+_WIRE_NUMBERS = {
+    b"b": (">b", st.integers(-(2**7), 2**7 - 1)),
+    b"B": (">B", st.integers(0, 2**8 - 1)),
+    b"s": (">h", st.integers(-(2**15), 2**15 - 1)),
+    b"u": (">H", st.integers(0, 2**16 - 1)),
+    b"I": (">i", st.integers(-(2**31), 2**31 - 1)),
+    b"i": (">I", st.integers(0, 2**32 - 1)),
+    b"l": (">q", st.integers(-(2**63), 2**63 - 1)),
+    b"f": (">f", st.floats(width=32, allow_nan=False)),
+    b"d": (">d", st.floats(allow_nan=False)),
+}
+wire_numbers = st.one_of(
+    *(
+        values.map(lambda value, letter=letter, fmt=fmt: letter + struct.pack(fmt, value))
+        for letter, (fmt, values) in _WIRE_NUMBERS.items()
+    )
+)
+
+
+def _wire_table(entries: list[tuple[str, bytes]]) -> bytes:
+    inner = b"".join(bytes([len(key.encode())]) + key.encode() + value for key, value in entries)
+    return struct.pack(">I", len(inner)) + inner
+
+
+@given(
+    st.lists(st.tuples(st.text(max_size=10), wire_numbers), max_size=8, unique_by=lambda e: e[0])
+)
+def test_numbers_go_back_out_with_the_type_they_came_with(entries) -> None:
+    """A rewritten header (dead-lettering, BCC, direct reply-to) keeps each number's width,
+    signedness and precision, as RabbitMQ keeps them."""
+    wire = _wire_table(entries)
+    decoded, _ = decode_table(wire, 0)
+    assert encode_table(decoded) == wire
+    array = (
+        b"A" + struct.pack(">I", sum(len(v) for _, v in entries)) + b"".join(v for _, v in entries)
+    )
+    assert encode_value(decode_value(array, 0)[0]) == array
+
+
+def test_an_unsigned_long_goes_back_out_as_a_long() -> None:
+    """RabbitMQ reads 'L' as a signed long and writes it back as 'l'."""
+    decoded, _ = decode_value(b"L" + struct.pack(">q", -2), 0)
+    assert encode_value(decoded) == b"l" + struct.pack(">q", -2)
+    assert field_type_name(decoded) == "long"
 
 
 shortstrs = st.text(max_size=30).filter(lambda s: len(s.encode()) < 256)

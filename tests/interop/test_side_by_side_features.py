@@ -7,6 +7,7 @@ from typing import Any
 
 import pika
 import pika.exceptions
+from pika.compat import long
 import pytest
 
 from tests.interop.test_side_by_side import Transcript, _channel_error, _run
@@ -122,3 +123,62 @@ def test_features_same_as_rabbitmq(node: InProcessNode, rabbitmq: RabbitNode) ->
     expected = _run(rabbitmq.url, features)
     got = _run(node.url, features)
     assert got == expected
+
+
+def _typed(value: Any) -> Any:
+    """A decoded header value with the type pika gave each part (a long is not an int to a
+    Java client, which casts x-death's count to Long)."""
+    if isinstance(value, dict):
+        return {key: _typed(item) for key, item in sorted(value.items()) if key != "time"}
+    if isinstance(value, list):
+        return [_typed(item) for item in value]
+    return (type(value).__name__, value)
+
+
+def header_types(conn: pika.BlockingConnection, seen: Transcript) -> None:
+    """Headers keep their wire types wherever the broker rewrites them: dead-lettering, BCC
+    and direct reply-to."""
+    headers = {
+        "int": 5,
+        "long": long(5),
+        "big": 2**40,
+        "flag": True,
+        "nested": {"long": long(7), "list": [long(1), 2]},
+    }
+    ch = conn.channel()
+    for name in ("ht-dead", "ht-rej", "ht-bcc", "ht-server"):
+        ch.queue_delete(name)
+        ch.queue_declare(
+            name,
+            arguments=(
+                {"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "ht-dead"}
+                if name == "ht-rej"
+                else {}
+            ),
+        )
+    ch.basic_publish("", "ht-rej", b"rejected", pika.BasicProperties(headers=headers))
+    method, _, _ = ch.basic_get("ht-rej")
+    ch.basic_reject(method.delivery_tag, requeue=False)
+    _wait_count(ch, "ht-dead", 1)
+    method, props, _ = ch.basic_get("ht-dead", auto_ack=True)
+    seen.append(_typed(props.headers))
+    with_bcc = {**headers, "BCC": ["ht-bcc"]}
+    ch.basic_publish("", "ht-dead", b"bcc", pika.BasicProperties(headers=with_bcc))
+    method, props, _ = ch.basic_get("ht-bcc", auto_ack=True)
+    seen.append(_typed(props.headers))
+    ch.basic_consume("amq.rabbitmq.reply-to", lambda *_: None, auto_ack=True)
+    reply_to = pika.BasicProperties(headers=headers, reply_to="amq.rabbitmq.reply-to")
+    ch.basic_publish("", "ht-server", b"request", reply_to)
+    method, props, _ = ch.basic_get("ht-server", auto_ack=True)
+    seen.append(_typed(props.headers))
+    for name in ("ht-dead", "ht-rej", "ht-bcc", "ht-server"):
+        ch.queue_delete(name)
+
+
+@pytest.mark.rabbitmq
+def test_header_types_same_as_rabbitmq(node: InProcessNode, rabbitmq: RabbitNode) -> None:  # noqa: F811
+    expected = _run(rabbitmq.url, header_types)
+    assert ("long", 1) in [death["count"] for death in expected[0]["x-death"]], (
+        "RabbitMQ's x-death count is a long"
+    )
+    assert _run(node.url, header_types) == expected
