@@ -6,138 +6,33 @@ here as written, so a change on either side shows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 import pika
 import pika.exceptions
 import pytest
 
-from tests.cluster.processes import Cluster, queue_visible, running_cluster
 from tests.interop.test_side_by_side import Transcript
+from tests.interop.three_nodes import (
+    PERSISTENT,
+    LeveretThree,
+    RabbitThree,
+    ThreeNodes,
+    anonymised,
+    attempt,
+    connect,
+    declare_on_a,
+)
 from tests.support.node import wait_for
-from tests.support.rabbitmq import find_rabbitmq
-from tests.support.rabbitmq_cluster import RabbitCluster, start_rabbitmq_cluster
-
-PERSISTENT = pika.BasicProperties(delivery_mode=2)
-
-
-class ThreeNodes(Protocol):
-    """A running 3-node cluster of either broker, as the scenarios use it."""
-
-    name: str
-
-    def node_names(self) -> list[str]: ...
-
-    def url(self, index: int) -> str: ...
-
-    def stop_node(self, index: int) -> None: ...
-
-    def start_node(self, index: int) -> None: ...
-
-
-class RabbitThree:
-    name = "rabbitmq"
-
-    def __init__(self, cluster: RabbitCluster) -> None:
-        self.cluster = cluster
-
-    def node_names(self) -> list[str]:
-        return [node.node_name for node in self.cluster.nodes]
-
-    def url(self, index: int) -> str:
-        return self.cluster.nodes[index].url
-
-    def stop_node(self, index: int) -> None:
-        self.cluster.nodes[index].stop_server()
-
-    def start_node(self, index: int) -> None:
-        self.cluster.nodes[index].start_server()
-
-
-class LeveretThree:
-    name = "leveret"
-
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
-
-    def node_names(self) -> list[str]:
-        return [node.name for node in self.cluster.nodes]
-
-    def url(self, index: int) -> str:
-        process = self.cluster.nodes[index].process
-        assert process is not None
-        return process.url
-
-    def stop_node(self, index: int) -> None:
-        self.cluster.nodes[index].kill()
-
-    def start_node(self, index: int) -> None:
-        self.cluster.nodes[index].start(same_ports=True)
-
-
-@pytest.fixture(scope="module")
-def rabbitmq_three() -> Iterator[RabbitThree]:
-    if find_rabbitmq() is None:
-        pytest.fail("Debian's rabbitmq-server is needed for the cluster comparison")
-    cluster = start_rabbitmq_cluster(3)
-    try:
-        yield RabbitThree(cluster)
-    finally:
-        cluster.stop()
-
-
-@pytest.fixture(scope="module")
-def leveret_three() -> Iterator[LeveretThree]:
-    with running_cluster(3) as cluster:
-        yield LeveretThree(cluster)
-
-
-def _connect(url: str) -> pika.BlockingConnection:
-    return pika.BlockingConnection(pika.URLParameters(url))
-
-
-def _anonymised(value: Any, names: list[str]) -> Any:
-    """The transcript with node names replaced by A, B and C, as the brokers name nodes apart."""
-    if isinstance(value, str):
-        for letter, name in zip("ABC", names, strict=True):
-            value = value.replace(name, letter)
-        return value
-    if isinstance(value, tuple | list):
-        return type(value)(_anonymised(item, names) for item in value)
-    return value
-
-
-def _attempt(conn: pika.BlockingConnection, seen: Transcript, action: Callable[[Any], Any]) -> None:
-    channel = conn.channel()
-    try:
-        seen.append(("ok", action(channel)))
-    except pika.exceptions.ChannelClosedByBroker as closed:
-        seen.append(("channel-closed", closed.reply_code, closed.reply_text))
-    except pika.exceptions.UnroutableError as unroutable:
-        seen.append(("returned", [m.method.reply_code for m in unroutable.messages]))
-    if channel.is_open:
-        channel.close()
-
-
-def _declare_on_a(three: ThreeNodes, queue: str, **arguments: Any) -> None:
-    conn = _connect(three.url(0))
-    try:
-        channel = conn.channel()
-        channel.queue_delete(queue)
-        channel.queue_declare(queue, **arguments)
-    finally:
-        conn.close()
-    for index in (1, 2):
-        wait_for(lambda index=index: queue_visible(three.url(index), queue), 10, 0.02)
 
 
 def routed_across_nodes(three: ThreeNodes) -> Transcript:
     """Declared through A, published with confirms through B, read through C."""
     seen: Transcript = []
     queue = "sbs-cluster-routed"
-    _declare_on_a(three, queue, durable=True)
-    publisher = _connect(three.url(1))
+    declare_on_a(three, queue, durable=True)
+    publisher = connect(three.url(1))
     try:
 
         def publish(channel: Any) -> str:
@@ -146,20 +41,18 @@ def routed_across_nodes(three: ThreeNodes) -> Transcript:
                 channel.basic_publish("", queue, body, PERSISTENT)
             return "confirmed"
 
-        _attempt(publisher, seen, publish)
+        attempt(publisher, seen, publish)
     finally:
         publisher.close()
-    consumer = _connect(three.url(2))
+    consumer = connect(three.url(2))
     try:
-        _attempt(
-            consumer, seen, lambda c: c.queue_declare(queue, passive=True).method.message_count
-        )
+        attempt(consumer, seen, lambda c: c.queue_declare(queue, passive=True).method.message_count)
 
         def get_one(channel: Any) -> Any:
             method, _properties, body = channel.basic_get(queue, auto_ack=True)
             return body, method.message_count
 
-        _attempt(consumer, seen, get_one)
+        attempt(consumer, seen, get_one)
 
         def consume_rest(channel: Any) -> list[bytes]:
             channel.basic_qos(prefetch_count=1)
@@ -174,7 +67,7 @@ def routed_across_nodes(three: ThreeNodes) -> Transcript:
             channel.cancel()
             return got
 
-        _attempt(consumer, seen, consume_rest)
+        attempt(consumer, seen, consume_rest)
     finally:
         consumer.close()
     return seen
@@ -184,25 +77,25 @@ def home_node_down(three: ThreeNodes) -> Transcript:
     """A's queues while A is down, seen through B; then A comes back with its durable queue."""
     seen: Transcript = []
     durable, transient = "sbs-cluster-durable", "sbs-cluster-transient"
-    _declare_on_a(three, durable, durable=True)
-    _declare_on_a(three, transient)
-    conn = _connect(three.url(0))
+    declare_on_a(three, durable, durable=True)
+    declare_on_a(three, transient)
+    conn = connect(three.url(0))
     channel = conn.channel()
     channel.confirm_delivery()
     channel.basic_publish("", durable, b"kept", PERSISTENT)
     conn.close()
     three.stop_node(0)
     try:
-        client = _connect(three.url(1))
+        client = connect(three.url(1))
         try:
-            _attempt(client, seen, lambda c: c.queue_declare(durable, passive=True).method.queue)
-            _attempt(client, seen, lambda c: c.queue_declare(transient, passive=True).method.queue)
-            _attempt(client, seen, lambda c: c.queue_declare(durable, durable=True).method.queue)
-            _attempt(client, seen, lambda c: c.basic_get(durable) and "got")
-            _attempt(client, seen, lambda c: c.basic_consume(durable, lambda *_: None))
-            _attempt(client, seen, lambda c: c.queue_purge(durable).method.message_count)
-            _attempt(client, seen, lambda c: c.queue_delete(durable).method.message_count)
-            _attempt(client, seen, lambda c: c.queue_bind(durable, "amq.direct", "k") and "bound")
+            attempt(client, seen, lambda c: c.queue_declare(durable, passive=True).method.queue)
+            attempt(client, seen, lambda c: c.queue_declare(transient, passive=True).method.queue)
+            attempt(client, seen, lambda c: c.queue_declare(durable, durable=True).method.queue)
+            attempt(client, seen, lambda c: c.basic_get(durable) and "got")
+            attempt(client, seen, lambda c: c.basic_consume(durable, lambda *_: None))
+            attempt(client, seen, lambda c: c.queue_purge(durable).method.message_count)
+            attempt(client, seen, lambda c: c.queue_delete(durable).method.message_count)
+            attempt(client, seen, lambda c: c.queue_bind(durable, "amq.direct", "k") and "bound")
 
             def publish(mandatory: bool) -> Callable[[Any], str]:
                 def run(channel: Any) -> str:
@@ -212,13 +105,13 @@ def home_node_down(three: ThreeNodes) -> Transcript:
 
                 return run
 
-            _attempt(client, seen, publish(mandatory=False))
-            _attempt(client, seen, publish(mandatory=True))
+            attempt(client, seen, publish(mandatory=False))
+            attempt(client, seen, publish(mandatory=True))
         finally:
             client.close()
     finally:
         three.start_node(0)
-    client = _connect(three.url(1))
+    client = connect(three.url(1))
     try:
 
         def reachable() -> bool:
@@ -231,7 +124,7 @@ def home_node_down(three: ThreeNodes) -> Transcript:
             return True
 
         wait_for(reachable, 20, 0.2)
-        _attempt(client, seen, lambda c: c.queue_declare(transient, passive=True).method.queue)
+        attempt(client, seen, lambda c: c.queue_declare(transient, passive=True).method.queue)
 
         def drain(channel: Any) -> list[bytes]:
             bodies = []
@@ -242,7 +135,7 @@ def home_node_down(three: ThreeNodes) -> Transcript:
                 bodies.append(body)
             return bodies
 
-        _attempt(client, seen, drain)
+        attempt(client, seen, drain)
     finally:
         client.close()
     return seen
@@ -277,7 +170,7 @@ EXPECTED: dict[Callable[[ThreeNodes], Transcript], Transcript] = {
 
 
 def _run(three: ThreeNodes, scenario: Callable[[ThreeNodes], Transcript]) -> Transcript:
-    return _anonymised(scenario(three), three.node_names())
+    return anonymised(scenario(three), three.node_names())
 
 
 @pytest.mark.rabbitmq

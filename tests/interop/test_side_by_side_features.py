@@ -7,8 +7,8 @@ from typing import Any
 
 import pika
 import pika.exceptions
-from pika.compat import long
 import pytest
+from pika.compat import long
 
 from tests.interop.test_side_by_side import Transcript, _channel_error, _run
 from tests.support.node import InProcessNode
