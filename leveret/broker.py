@@ -45,7 +45,7 @@ class Broker:
         # Called with what blocks publishers (None once nothing does), each time that changes:
         # how the open connections hear of alarms and the drain.
         self.blocking_listeners: list[Callable[[str | None], None]] = []
-        self.direct_reply = DirectReplyRegistry()
+        self.direct_reply = DirectReplyRegistry(config.node_name)
         # Decides every definition change and applies it to this model, which is never changed
         # here directly (see metadata); set by the node before anything is defined.
         self.metadata: MetadataStore

@@ -25,7 +25,7 @@ from .amqp.frames import (
 from .confirms import Confirms
 from .consumer_timeout import DeliveryMarks
 from .declare_rules import FIELD_TYPE_NAMES
-from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, with_reply_address
+from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, node_of, reply_address, with_reply_address
 from .message import Message, check_properties, sender_selected
 from .metadata import MetadataStore
 from .names import consumer_tag as new_consumer_tag
@@ -740,8 +740,8 @@ class Channel:
             if expiration is not None:
                 _check_expiration(expiration, method.ids)
             if message.properties.reply_to == REPLY_QUEUE:
-                suffix = self.reply_consumer[1] if self.reply_consumer is not None else None
-                message = with_reply_address(message, suffix, method.ids)
+                address = self.reply_consumer[1] if self.reply_consumer is not None else None
+                message = with_reply_address(message, address, method.ids)
         self._check("write", "exchange", method.exchange, method)
         extra_keys: tuple[str, ...] = ()
         if has_properties and message.properties.headers:
@@ -760,13 +760,35 @@ class Channel:
         self._deliver_published(message, queues, method.mandatory, seq)
 
     def _publish_reply(self, message: Message, mandatory: bool) -> None:
-        if self.confirming:
-            self.confirms.next_seq()
-        requester = self.session.broker.direct_reply.channel_for(message.routing_key)
-        if requester is not None and not requester.closed:
+        seq = self.confirms.next_seq() if self.confirming else 0
+        registry = self.session.broker.direct_reply
+        address = reply_address(message.routing_key)
+        requester = registry.requester(address)
+        if requester is not None:
             requester.deliver_reply(message)
-        elif mandatory:
-            self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
+            return
+        node = node_of(address)
+        links = self.vhost.links
+        if node is None or node == registry.node or links is None:
+            if mandatory:
+                self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
+            return
+        link = links.link(node)
+        if not mandatory:
+            link.direct_reply(address, message)  # dropped there if the requester has gone
+            return
+        # As RabbitMQ, which asks the requester's node whether its channel is still there:
+        # the reply is returned if not, and this channel's later frames wait for the answer.
+        if seq:
+            self.confirms.expect(seq)
+
+        def answered(reached: bool) -> None:
+            if not reached:
+                self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
+            if seq:
+                self.confirms.confirm(seq)
+
+        self.session.wait_then(self, link.direct_reply_mandatory(address, message), answered)
 
     def _deliver_published(
         self, message: Message, queues: list[QueueRef], mandatory: bool, seq: int = 0

@@ -109,8 +109,24 @@ class Request(_message.Message):
     view_query: str
     def __init__(self, id: _Optional[int] = ..., kind: _Optional[_Union[RequestKind, str]] = ..., vhost: _Optional[str] = ..., queue: _Optional[str] = ..., no_ack: _Optional[bool] = ..., view_query: _Optional[str] = ...) -> None: ...
 
+class DirectReply(_message.Message):
+    __slots__ = ("address", "exchange", "routing_key", "header", "body", "id")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    EXCHANGE_FIELD_NUMBER: _ClassVar[int]
+    ROUTING_KEY_FIELD_NUMBER: _ClassVar[int]
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    BODY_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    exchange: str
+    routing_key: str
+    header: bytes
+    body: bytes
+    id: int
+    def __init__(self, address: _Optional[str] = ..., exchange: _Optional[str] = ..., routing_key: _Optional[str] = ..., header: _Optional[bytes] = ..., body: _Optional[bytes] = ..., id: _Optional[int] = ...) -> None: ...
+
 class Up(_message.Message):
-    __slots__ = ("publishes", "subscribes", "cancels", "credits", "settles", "requests", "applied", "unconfirmed")
+    __slots__ = ("publishes", "subscribes", "cancels", "credits", "settles", "requests", "applied", "unconfirmed", "direct_replies")
     PUBLISHES_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIBES_FIELD_NUMBER: _ClassVar[int]
     CANCELS_FIELD_NUMBER: _ClassVar[int]
@@ -119,6 +135,7 @@ class Up(_message.Message):
     REQUESTS_FIELD_NUMBER: _ClassVar[int]
     APPLIED_FIELD_NUMBER: _ClassVar[int]
     UNCONFIRMED_FIELD_NUMBER: _ClassVar[int]
+    DIRECT_REPLIES_FIELD_NUMBER: _ClassVar[int]
     publishes: _containers.RepeatedCompositeFieldContainer[Publish]
     subscribes: _containers.RepeatedCompositeFieldContainer[Subscribe]
     cancels: _containers.RepeatedCompositeFieldContainer[Cancel]
@@ -127,7 +144,8 @@ class Up(_message.Message):
     requests: _containers.RepeatedCompositeFieldContainer[Request]
     applied: int
     unconfirmed: bool
-    def __init__(self, publishes: _Optional[_Iterable[_Union[Publish, _Mapping]]] = ..., subscribes: _Optional[_Iterable[_Union[Subscribe, _Mapping]]] = ..., cancels: _Optional[_Iterable[_Union[Cancel, _Mapping]]] = ..., credits: _Optional[_Iterable[_Union[Credit, _Mapping]]] = ..., settles: _Optional[_Iterable[_Union[Settle, _Mapping]]] = ..., requests: _Optional[_Iterable[_Union[Request, _Mapping]]] = ..., applied: _Optional[int] = ..., unconfirmed: _Optional[bool] = ...) -> None: ...
+    direct_replies: _containers.RepeatedCompositeFieldContainer[DirectReply]
+    def __init__(self, publishes: _Optional[_Iterable[_Union[Publish, _Mapping]]] = ..., subscribes: _Optional[_Iterable[_Union[Subscribe, _Mapping]]] = ..., cancels: _Optional[_Iterable[_Union[Cancel, _Mapping]]] = ..., credits: _Optional[_Iterable[_Union[Credit, _Mapping]]] = ..., settles: _Optional[_Iterable[_Union[Settle, _Mapping]]] = ..., requests: _Optional[_Iterable[_Union[Request, _Mapping]]] = ..., applied: _Optional[int] = ..., unconfirmed: _Optional[bool] = ..., direct_replies: _Optional[_Iterable[_Union[DirectReply, _Mapping]]] = ...) -> None: ...
 
 class Confirm(_message.Message):
     __slots__ = ("upto", "refused", "congested")

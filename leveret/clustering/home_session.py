@@ -137,6 +137,8 @@ class HomeSession:
             self._cancel(cancel.consumer)
         for request in up.requests:
             self._request(request)
+        for reply in up.direct_replies:
+            self._direct_reply(reply)
 
     def close(self) -> None:
         """The link ended: its consumers go, and what it had not settled is requeued."""
@@ -355,6 +357,20 @@ class HomeSession:
                 queue.requeue(entries)
             elif not queue.deleted:
                 queue.dispatch()
+
+    # --- direct reply-to ----------------------------------------------------------------------
+
+    def _direct_reply(self, reply: queues_pb2.DirectReply) -> None:
+        requester = self.broker.direct_reply.requester(reply.address)
+        if requester is not None:
+            message = Message(reply.exchange, reply.routing_key, reply.header, reply.body)
+            requester.deliver_reply(message)
+        if reply.id:  # the sender returns it to its publisher if the requester is gone
+            answer = self._out.replies.add()
+            answer.id = reply.id
+            if requester is None:
+                answer.code, answer.text = ReplyCode.NO_ROUTE, "NO_ROUTE"
+            self._schedule_flush()
 
     # --- requests -----------------------------------------------------------------------------
 

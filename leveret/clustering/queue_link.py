@@ -256,6 +256,39 @@ class QueueLink:
             self._subscribers.pop(consumer_id, None)
             raise
 
+    def direct_reply(self, address: str, message: Message) -> None:
+        if self._down:
+            return  # as RabbitMQ, which cannot reach the requester's node either
+        if self._task is None:
+            self._start()
+        self._add_direct_reply(address, message)
+        self._changed()
+
+    async def direct_reply_mandatory(self, address: str, message: Message) -> bool:
+        try:
+            await self.reach()
+        except LinkDown:
+            return False
+        request_id = next(self._ids)
+        self._add_direct_reply(address, message).id = request_id
+        future: asyncio.Future[QueueStatus] = asyncio.get_running_loop().create_future()
+        self._requests[request_id] = future
+        self._changed()
+        try:
+            return (await future).code == 0
+        except LinkDown:
+            return False
+
+    def _add_direct_reply(self, address: str, message: Message) -> queues_pb2.DirectReply:
+        reply = self._up.direct_replies.add()
+        reply.address = address
+        if message.exchange:
+            reply.exchange = message.exchange
+        reply.routing_key = message.routing_key
+        reply.header = message.header
+        reply.body = message.body
+        return reply
+
     def cancel(self, consumer: int) -> None:
         if self._subscribers.pop(consumer, None) is not None:
             self._control.cancels.add().consumer = consumer

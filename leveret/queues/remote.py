@@ -135,6 +135,15 @@ class HomeLink(Protocol):
         frame_max its deliveries come framed for ((0, 0): unframed)."""
         ...
 
+    def direct_reply(self, address: str, message: Message) -> None:
+        """Hand a reply to the requester's channel that `address` names on the node (dropped
+        if the node or the requester is gone)."""
+        ...
+
+    def direct_reply_mandatory(self, address: str, message: Message) -> Awaitable[bool]:
+        """As `direct_reply`; resolves to whether it reached the requester."""
+        ...
+
     def reach(self) -> Awaitable[None]:
         """Returns once the home node can be reached; raises LinkDown when it cannot."""
         ...

@@ -2,8 +2,8 @@
 
 Queues live on node A (some on C); clients use them through B and C: dead-lettering to a queue
 on a third node, limits, exclusive queues, delete conditions, auto-delete, priorities,
-alternate exchanges, CC/BCC, transactions, equivalence and expiry. RabbitMQ's transcripts are
-pinned as written.
+alternate exchanges, CC/BCC, transactions, equivalence, direct reply-to and expiry.
+RabbitMQ's transcripts are pinned as written.
 """
 
 from __future__ import annotations
@@ -324,6 +324,47 @@ def expiry_across_nodes(three: ThreeNodes) -> Transcript:
     return seen
 
 
+def direct_reply_to_across_nodes(three: ThreeNodes) -> Transcript:
+    """A requester through B, a server through C taking requests from a queue on A: the reply
+    comes back by direct reply-to. Then mandatory replies, through C and through B, to the
+    address of a requester that has gone."""
+    seen: Transcript = []
+    declare_on_a(three, "sbs-rpc")
+    with connect(three.url(B)) as requester, connect(three.url(C)) as server:
+        replies: list[bytes] = []
+        ask = requester.channel()
+        ask.basic_consume(
+            "amq.rabbitmq.reply-to", lambda c, m, p, body: replies.append(body), auto_ack=True
+        )
+        ask.confirm_delivery()  # once confirmed, the request is on A
+        request = pika.BasicProperties(reply_to="amq.rabbitmq.reply-to", correlation_id="1")
+        ask.basic_publish("", "sbs-rpc", b"ping", request)
+        addresses: list[str] = []
+
+        def serve(channel: Any) -> str:
+            channel.confirm_delivery()
+            _, properties, body = channel.basic_get("sbs-rpc", auto_ack=True)
+            addresses.append(properties.reply_to)
+            channel.basic_publish("", properties.reply_to, body.upper())
+            return "replied"
+
+        attempt(server, seen, serve)
+        deadline = time.monotonic() + 5
+        while not replies and time.monotonic() < deadline:
+            requester.process_data_events(time_limit=0.05)
+        seen.append(("replies", replies))
+        ask.close()
+
+        def reply_to_gone(channel: Any) -> str:
+            channel.confirm_delivery()
+            channel.basic_publish("", addresses[0], b"late", mandatory=True)
+            return "confirmed"
+
+        attempt(server, seen, reply_to_gone)
+        attempt(requester, seen, reply_to_gone)
+    return seen
+
+
 def _no_queue(name: str) -> tuple[str, int, str]:
     return ("channel-closed", 404, f"NOT_FOUND - no queue '{name}' in vhost '/'")
 
@@ -463,6 +504,14 @@ EXPECTED: dict[Callable[[ThreeNodes], Transcript], Transcript] = {
         ]
         * 2,
         ("ok", 1),
+    ],
+    direct_reply_to_across_nodes: [
+        ("ok", "replied"),
+        ("replies", [b"PING"]),
+        # RabbitMQ asks the requester's node, and returns a mandatory reply whose requester
+        # has gone, through another node as through the requester's own.
+        ("returned", [312]),
+        ("returned", [312]),
     ],
     expiry_across_nodes: [
         ("ok", 1),
