@@ -19,6 +19,8 @@ class RequestKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     GET: _ClassVar[RequestKind]
     PURGE: _ClassVar[RequestKind]
     VIEW: _ClassVar[RequestKind]
+    CLIENTS: _ClassVar[RequestKind]
+    CLOSE_CONNECTION: _ClassVar[RequestKind]
 ACK: Outcome
 REJECT: Outcome
 REQUEUE: Outcome
@@ -26,6 +28,8 @@ STATUS: RequestKind
 GET: RequestKind
 PURGE: RequestKind
 VIEW: RequestKind
+CLIENTS: RequestKind
+CLOSE_CONNECTION: RequestKind
 
 class Publish(_message.Message):
     __slots__ = ("vhost", "queues", "exchange", "routing_key", "header", "body")
@@ -94,20 +98,24 @@ class Settle(_message.Message):
     def __init__(self, outcome: _Optional[_Union[Outcome, str]] = ..., deliveries: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Request(_message.Message):
-    __slots__ = ("id", "kind", "vhost", "queue", "no_ack", "view_query")
+    __slots__ = ("id", "kind", "vhost", "queue", "no_ack", "view_query", "name", "reason")
     ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     VHOST_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     NO_ACK_FIELD_NUMBER: _ClassVar[int]
     VIEW_QUERY_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
     id: int
     kind: RequestKind
     vhost: str
     queue: str
     no_ack: bool
     view_query: str
-    def __init__(self, id: _Optional[int] = ..., kind: _Optional[_Union[RequestKind, str]] = ..., vhost: _Optional[str] = ..., queue: _Optional[str] = ..., no_ack: _Optional[bool] = ..., view_query: _Optional[str] = ...) -> None: ...
+    name: str
+    reason: str
+    def __init__(self, id: _Optional[int] = ..., kind: _Optional[_Union[RequestKind, str]] = ..., vhost: _Optional[str] = ..., queue: _Optional[str] = ..., no_ack: _Optional[bool] = ..., view_query: _Optional[str] = ..., name: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class DirectReply(_message.Message):
     __slots__ = ("address", "exchange", "routing_key", "header", "body", "id")

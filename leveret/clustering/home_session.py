@@ -23,6 +23,7 @@ from ..amqp.fields import decode_table
 from ..amqp.frames import framed_content
 from ..message import Message
 from ..mgmt.home_queue_view import queue_view
+from ..mgmt.node_clients import clients_view, close_connection
 from ..queues.classic import ClassicQueue, Consumer
 from ..queues.entry import QueueEntry
 from ..queues.remote import Outcome, RequestKind
@@ -378,6 +379,13 @@ class HomeSession:
         reply = self._out.replies.add()
         reply.id = request.id
         self._schedule_flush()
+        if request.kind == RequestKind.CLIENTS:
+            reply.view = clients_view(self.broker)
+            return
+        if request.kind == RequestKind.CLOSE_CONNECTION:
+            if not close_connection(self.broker, request.name, request.reason):
+                reply.code, reply.text = ReplyCode.NOT_FOUND, f"no connection '{request.name}'"
+            return
         try:
             queue = self._queue(request.vhost, request.queue)
         except AMQPError as error:

@@ -317,6 +317,8 @@ class QueueLink:
         *,
         no_ack: bool = False,
         view_query: str = "",
+        name: str = "",
+        reason: str = "",
     ) -> QueueStatus:
         await self.reach()
         request_id = next(self._ids)
@@ -327,6 +329,8 @@ class QueueLink:
         request.queue = queue
         request.no_ack = no_ack
         request.view_query = view_query
+        request.name = name
+        request.reason = reason
         future: asyncio.Future[QueueStatus] = asyncio.get_running_loop().create_future()
         self._requests[request_id] = future
         self._changed()

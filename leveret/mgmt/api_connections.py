@@ -1,12 +1,16 @@
-"""`/api/connections`, `/api/channels`, `/api/consumers`: client activity; closing connections."""
+"""`/api/connections`, `/api/channels`, `/api/consumers`: client activity; closing connections.
+
+On a clustered node the listings cover the whole cluster, as RabbitMQ's do: this node's own,
+and what the other nodes list (see cluster_clients)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..session import open_sessions
 from .access import login_vhosts, require_vhost, sees_user_objects
+from .cluster_clients import clients_elsewhere, close_elsewhere, other_nodes
 from .connection_view import (
     channel_json,
     channel_name,
@@ -45,19 +49,47 @@ def _node(ctx: Context) -> str:
     return ctx.broker.config.node_name
 
 
-def list_connections(ctx: Context) -> Reply:
+def _listing(
+    ctx: Context,
+    kind: str,
+    local: list[dict[str, Any]],
+    visible: Callable[[dict[str, Any]], bool],
+    **listing: Any,
+) -> Reply | Awaitable[Reply]:
+    """`local`, with what the other nodes list of `kind` that the caller may see (see
+    cluster_clients): on a node alone, at once."""
+    if not other_nodes(ctx.broker):
+        return ok(list_response(local, ctx.query, **listing))
+
+    async def merged() -> Reply:
+        elsewhere = await clients_elsewhere(ctx.broker)
+        items = local + [item for item in elsewhere[kind] if visible(item)]
+        return ok(list_response(items, ctx.query, **listing))
+
+    return merged()
+
+
+def _owned(ctx: Context, vhost: str | None = None) -> Callable[[dict[str, Any]], bool]:
+    """Whether the caller sees another node's connection or channel (in `vhost`, if given)."""
+    return lambda item: (
+        (vhost is None or item.get("vhost") == vhost)
+        and sees_user_objects(ctx.caller, item.get("user", ""))
+    )
+
+
+def list_connections(ctx: Context) -> Reply | Awaitable[Reply]:
     items = [connection_json(s, ctx.state, _node(ctx)) for s in _sessions(ctx)]
-    return ok(list_response(items, ctx.query, default_sort=("name",)))
+    return _listing(ctx, "connections", items, _owned(ctx), default_sort=("name",))
 
 
-def list_vhost_connections(ctx: Context) -> Reply:
+def list_vhost_connections(ctx: Context) -> Reply | Awaitable[Reply]:
     vhost = ctx.param("vhost")
     require_vhost(ctx.broker, ctx.caller, vhost)
     items = [connection_json(s, ctx.state, _node(ctx)) for s in _sessions(ctx, vhost)]
-    return ok(list_response(items, ctx.query, default_sort=("name",)))
+    return _listing(ctx, "connections", items, _owned(ctx, vhost), default_sort=("name",))
 
 
-def _connection(ctx: Context) -> Session:
+def _local_connection(ctx: Context) -> Session | None:
     wanted = ctx.param("name")
     ctx.state.observe()
     for session in list(open_sessions(ctx.broker)):
@@ -69,19 +101,47 @@ def _connection(ctx: Context) -> Session:
             if not sees_user_objects(ctx.caller, session.username):
                 raise not_authorised("User not authorised to access object")
             return session
+    return None
+
+
+async def _elsewhere(ctx: Context, kind: str) -> Any:
+    """The item of `kind` another node lists under the requested name (404 if none)."""
+    wanted = ctx.param("name")
+    for item in (await clients_elsewhere(ctx.broker))[kind]:
+        if item.get("name") == wanted:
+            if not sees_user_objects(ctx.caller, item.get("user", "")):
+                raise not_authorised("User not authorised to access object")
+            return item
     not_found_unless(False)
-    raise AssertionError("unreachable")
 
 
-def show_connection(ctx: Context) -> Reply:
-    shown = connection_json(_connection(ctx), ctx.state, _node(ctx))
-    return ok(select_columns(shown, ctx.query.get("columns")))
+def show_connection(ctx: Context) -> Reply | Awaitable[Reply]:
+    session = _local_connection(ctx)
+    if session is not None:
+        shown = connection_json(session, ctx.state, _node(ctx))
+        return ok(select_columns(shown, ctx.query.get("columns")))
+
+    async def elsewhere() -> Reply:
+        shown = await _elsewhere(ctx, "connections")
+        return ok(select_columns(shown, ctx.query.get("columns")))
+
+    return elsewhere()
 
 
-def close_connection(ctx: Context) -> Reply:
-    session = _connection(ctx)
-    session.close_forced(_reason(ctx.request.header("x-reason")) or CLOSED_BY_MANAGEMENT)
-    return Reply(NO_CONTENT)
+def close_connection(ctx: Context) -> Reply | Awaitable[Reply]:
+    reason = _reason(ctx.request.header("x-reason")) or CLOSED_BY_MANAGEMENT
+    session = _local_connection(ctx)
+    if session is not None:
+        session.close_forced(reason)
+        return Reply(NO_CONTENT)
+
+    async def elsewhere() -> Reply:
+        shown = await _elsewhere(ctx, "connections")
+        closed = await close_elsewhere(ctx.broker, shown["node"], shown["name"], reason)
+        not_found_unless(closed)  # it closed meanwhile
+        return Reply(NO_CONTENT)
+
+    return elsewhere()
 
 
 def _reason(header: str) -> str:
@@ -92,25 +152,37 @@ def _reason(header: str) -> str:
         return header
 
 
-def connection_channels(ctx: Context) -> Reply:
-    session = _connection(ctx)
-    items = [channel_json(c, ctx.state, _node(ctx)) for c in list(session.channels.values())]
-    return ok(list_response(items, ctx.query, default_sort=("name",)))
+def connection_channels(ctx: Context) -> Reply | Awaitable[Reply]:
+    session = _local_connection(ctx)
+    if session is not None:
+        items = [channel_json(c, ctx.state, _node(ctx)) for c in list(session.channels.values())]
+        return ok(list_response(items, ctx.query, default_sort=("name",)))
+
+    async def elsewhere() -> Reply:
+        shown = await _elsewhere(ctx, "connections")
+        items = [
+            channel
+            for channel in (await clients_elsewhere(ctx.broker))["channels"]
+            if channel.get("connection_details", {}).get("name") == shown["name"]
+        ]
+        return ok(list_response(items, ctx.query, default_sort=("name",)))
+
+    return elsewhere()
 
 
-def list_channels(ctx: Context) -> Reply:
+def list_channels(ctx: Context) -> Reply | Awaitable[Reply]:
     items = [channel_json(c, ctx.state, _node(ctx)) for c in _channels(ctx)]
-    return ok(list_response(items, ctx.query, default_sort=("name",)))
+    return _listing(ctx, "channels", items, _owned(ctx), default_sort=("name",))
 
 
-def list_vhost_channels(ctx: Context) -> Reply:
+def list_vhost_channels(ctx: Context) -> Reply | Awaitable[Reply]:
     vhost = ctx.param("vhost")
     require_vhost(ctx.broker, ctx.caller, vhost)
     items = [channel_json(c, ctx.state, _node(ctx)) for c in _channels(ctx, vhost)]
-    return ok(list_response(items, ctx.query, default_sort=("name",)))
+    return _listing(ctx, "channels", items, _owned(ctx, vhost), default_sort=("name",))
 
 
-def show_channel(ctx: Context) -> Reply:
+def show_channel(ctx: Context) -> Reply | Awaitable[Reply]:
     wanted = ctx.param("name")
     ctx.state.observe()
     for session in list(open_sessions(ctx.broker)):
@@ -127,11 +199,24 @@ def show_channel(ctx: Context) -> Reply:
                 shown["deliveries"] = []
                 shown["publishes"] = []
                 return ok(select_columns(shown, ctx.query.get("columns")))
-    not_found_unless(False)
-    raise AssertionError("unreachable")
+
+    async def elsewhere() -> Reply:
+        shown = dict(await _elsewhere(ctx, "channels"))
+        # The consumers of that node's own queues on this channel (those of queues homed
+        # elsewhere are listed by their home nodes, without the channel's name).
+        shown["consumer_details"] = [
+            consumer
+            for consumer in (await clients_elsewhere(ctx.broker))["consumers"]
+            if consumer.get("channel_details", {}).get("name") == wanted
+        ]
+        shown["deliveries"] = []
+        shown["publishes"] = []
+        return ok(select_columns(shown, ctx.query.get("columns")))
+
+    return elsewhere()
 
 
-def _consumers(ctx: Context, vhosts: list[str]) -> Reply:
+def _consumers(ctx: Context, vhosts: list[str]) -> Reply | Awaitable[Reply]:
     items = []
     for name in vhosts:
         for queue in ctx.broker.vhosts[name].queues.values():
@@ -141,17 +226,23 @@ def _consumers(ctx: Context, vhosts: list[str]) -> Reply:
                 if username is not None and not sees_user_objects(ctx.caller, username):
                     continue
                 items.append(consumer_json(consumer, ctx.state, _node(ctx)))
-    return ok(list_response(items, ctx.query, pageable=False, default_sort=()))
+
+    def visible(item: dict[str, Any]) -> bool:
+        user = item.get("channel_details", {}).get("user")
+        in_vhosts = item.get("queue", {}).get("vhost") in vhosts
+        return in_vhosts and (user is None or sees_user_objects(ctx.caller, user))
+
+    return _listing(ctx, "consumers", items, visible, pageable=False, default_sort=())
 
 
-def list_consumers(ctx: Context) -> Reply:
+def list_consumers(ctx: Context) -> Reply | Awaitable[Reply]:
     vhosts = (
         list(ctx.broker.vhosts) if ctx.caller.is_monitor else login_vhosts(ctx.broker, ctx.caller)
     )
     return _consumers(ctx, vhosts)
 
 
-def list_vhost_consumers(ctx: Context) -> Reply:
+def list_vhost_consumers(ctx: Context) -> Reply | Awaitable[Reply]:
     vhost = ctx.param("vhost")
     require_vhost(ctx.broker, ctx.caller, vhost)
     return _consumers(ctx, [vhost])

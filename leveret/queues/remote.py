@@ -46,12 +46,15 @@ class Outcome(IntEnum):
 
 
 class RequestKind(IntEnum):
-    """One-off operations on a remote queue (the values of queues.proto's RequestKind)."""
+    """One-off operations on a remote queue, or on another node's client connections for the
+    management API (the values of queues.proto's RequestKind)."""
 
     STATUS = 0
     GET = 1
     PURGE = 2
     VIEW = 3
+    CLIENTS = 4
+    CLOSE_CONNECTION = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +167,8 @@ class HomeLink(Protocol):
         *,
         no_ack: bool = False,
         view_query: str = "",
+        name: str = "",
+        reason: str = "",
     ) -> Awaitable[QueueStatus]:
         """Ask the home node; raises LinkDown when it cannot answer."""
         ...

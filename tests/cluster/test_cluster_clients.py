@@ -1,0 +1,83 @@
+"""The management API of any node lists the whole cluster's connections, channels and
+consumers, and closes a connection another node holds, as RabbitMQ's does."""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Iterator
+from typing import Any
+
+import pika
+import pika.exceptions
+import pytest
+
+from tests.cluster.processes import Cluster, running_cluster
+from tests.cluster.test_routing import declare_on, url
+from tests.support.node import wait_for
+
+A, B, C = 0, 1, 2
+
+
+@pytest.fixture(scope="module")
+def three() -> Iterator[Cluster]:
+    with running_cluster(3) as cluster:
+        yield cluster
+
+
+def _connect(cluster: Cluster, index: int, name: str) -> pika.BlockingConnection:
+    parameters = pika.URLParameters(url(cluster, index))
+    parameters.client_properties = {"connection_name": name}
+    return pika.BlockingConnection(parameters)
+
+
+def _by_given_name(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {item["user_provided_name"]: item for item in items if "user_provided_name" in item}
+
+
+def test_any_node_lists_and_closes_the_clusters_clients(three: Cluster) -> None:
+    names = [node.name for node in three.nodes]
+    asking = three.nodes[A]
+    declare_on(three, B, "clients-on-b")
+    on_b = _connect(three, B, "worker-on-b")
+    on_c = _connect(three, C, "worker-on-c")
+    try:
+        consuming = on_b.channel()
+        consuming.basic_qos(prefetch_count=7)
+        consuming.basic_consume("clients-on-b", lambda *_: None, consumer_tag="b-consumer")
+        on_c.channel()
+        listed = _by_given_name(asking.http("GET", "/api/connections"))
+        assert {name: c["node"] for name, c in listed.items()} == {
+            "worker-on-b": names[B],
+            "worker-on-c": names[C],
+        }
+        in_vhost = _by_given_name(asking.http("GET", "/api/vhosts/%2F/connections"))
+        assert set(in_vhost) == {"worker-on-b", "worker-on-c"}
+        b_name = listed["worker-on-b"]["name"]
+        quoted = urllib.parse.quote(b_name, safe="")  # (names hold " -> " and ports)
+        shown = asking.http("GET", f"/api/connections/{quoted}")
+        assert (shown["node"], shown["channels"]) == (names[B], 1)
+        channels = asking.http("GET", f"/api/connections/{quoted}/channels")
+        assert [(ch["prefetch_count"], ch["consumer_count"]) for ch in channels] == [(7, 1)]
+        every_channel = asking.http("GET", "/api/channels")
+        assert sorted(ch["node"] for ch in every_channel) == sorted([names[B], names[C]])
+        channel_name = urllib.parse.quote(channels[0]["name"], safe="")
+        channel = asking.http("GET", f"/api/channels/{channel_name}")
+        assert [c["consumer_tag"] for c in channel["consumer_details"]] == ["b-consumer"]
+        consumers = asking.http("GET", "/api/consumers")
+        assert [(c["consumer_tag"], c["queue"]["name"]) for c in consumers] == [
+            ("b-consumer", "clients-on-b")
+        ]
+        c_name = urllib.parse.quote(listed["worker-on-c"]["name"], safe="")
+        asking.http("DELETE", f"/api/connections/{c_name}")
+        with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as closed:
+            wait_for(lambda: on_c.process_data_events(time_limit=0.1) and False, 10, 0)
+        assert (closed.value.reply_code, closed.value.reply_text) == (
+            320,
+            "CONNECTION_FORCED - Closed via management plugin",
+        )
+        remaining = _by_given_name(asking.http("GET", "/api/connections"))
+        assert set(remaining) == {"worker-on-b"}
+    finally:
+        for conn in (on_b, on_c):
+            if conn.is_open:
+                conn.close()
