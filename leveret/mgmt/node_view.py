@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..session import open_sessions
+from .cluster_totals import elsewhere_totals
 from .figures import QueueFigures
 from .queue_view import message_stats
 from .rates import with_details
@@ -123,19 +124,32 @@ def overview_json(
         if (vhost := broker.vhosts.get(name)) is not None
         for queue in vhost.queues.values()
     ]
+    # Queues homed on other nodes, and their clients, count too (as in RabbitMQ's overview).
+    remote = [
+        queue
+        for name in vhosts
+        if (vhost := broker.vhosts.get(name)) is not None
+        for queue in vhost.remote_queues.values()
+    ]
+    elsewhere = elsewhere_totals(broker, caller, vhosts, remote)
     state.observe()
     node_figure = state.reader.counts(broker, queues)
     sessions = [s for s in open_sessions(broker) if caller.is_monitor or s.username == caller.name]
     channels = [c for s in sessions for c in s.channels.values()]
     object_totals: dict[str, int] = {
-        "channels": len(channels),
-        "connections": len(sessions),
+        "channels": len(channels) + elsewhere.channels,
+        "connections": len(sessions) + elsewhere.connections,
         "exchanges": sum(len(broker.vhosts[v].exchanges) for v in vhosts if v in broker.vhosts),
-        "queues": len(queues),
+        "queues": len(queues) + len(remote),
     }
     if caller.is_monitor:
-        object_totals["consumers"] = sum(q.consumer_count for q in queues)
+        object_totals["consumers"] = sum(q.consumer_count for q in queues) + elsewhere.consumers
         object_totals = dict(sorted(object_totals.items()))
+    totals = queue_totals(node_figure, state, NODE_KEY) if queues or remote else {}
+    if remote:
+        totals["messages"] += elsewhere.messages
+        totals["messages_ready"] += elsewhere.messages - elsewhere.unacknowledged
+        totals["messages_unacknowledged"] += elsewhere.unacknowledged
     had_consumers = any(q.had_consumers for q in queues)
     overview: dict[str, Any] = {
         "management_version": COMPATIBLE_RABBITMQ_VERSION,
@@ -157,7 +171,7 @@ def overview_json(
         "enable_queue_totals": False,
         "message_stats": message_stats(node_figure, state, NODE_KEY, had_consumers),
         "churn_rates": churn_rates(state),
-        "queue_totals": queue_totals(node_figure, state, NODE_KEY) if queues else {},
+        "queue_totals": totals,
         "object_totals": object_totals,
         "statistics_db_event_queue": 0,
     }

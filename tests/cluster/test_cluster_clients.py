@@ -81,3 +81,29 @@ def test_any_node_lists_and_closes_the_clusters_clients(three: Cluster) -> None:
         for conn in (on_b, on_c):
             if conn.is_open:
                 conn.close()
+
+
+def test_the_overview_counts_the_whole_cluster(three: Cluster) -> None:
+    """/api/overview on A counts C's client and the messages of a queue on B (from the other
+    nodes' gossip reports, a moment late)."""
+    asking = three.nodes[A]
+    declare_on(three, B, "totals-on-b")
+    with _connect(three, C, "publisher-on-c") as on_c:
+        channel = on_c.channel()
+        channel.confirm_delivery()
+        for body in (b"1", b"2", b"3"):
+            channel.basic_publish("", "totals-on-b", body)
+        every_queue = len(asking.http("GET", "/api/queues"))
+
+        def totals() -> tuple[Any, ...]:
+            overview = asking.http("GET", "/api/overview")
+            objects, messages = overview["object_totals"], overview["queue_totals"]
+            return (
+                objects["connections"],
+                objects["channels"],
+                objects["queues"],
+                messages.get("messages"),
+                messages.get("messages_ready"),
+            )
+
+        wait_for(lambda: totals() == (1, 1, every_queue, 3, 3), 15, 0.2)

@@ -1,0 +1,47 @@
+"""What the other nodes of the cluster hold, for /api/overview's totals, from their gossip
+reports (seconds old at most, as RabbitMQ's overview comes from its stats collection)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .cluster_link import cluster_control
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..queues.remote import RemoteQueue
+    from .access import Caller
+
+
+@dataclass
+class ElsewhereTotals:
+    connections: int = 0
+    channels: int = 0
+    consumers: int = 0
+    messages: int = 0
+    unacknowledged: int = 0
+
+
+def elsewhere_totals(
+    broker: Broker, caller: Caller, vhosts: list[str], remote: list[RemoteQueue]
+) -> ElsewhereTotals:
+    """The other nodes' connections and channels that `caller` sees (in `vhosts`, for a
+    monitor; their own, for anyone else), and the counts of the `remote` queues."""
+    totals = ElsewhereTotals()
+    peers = broker.peer_clients
+    if caller.is_monitor:
+        totals.connections = sum(peers("vhost", vhost) for vhost in vhosts)
+        totals.channels = sum(peers("user_channels", user) for user in list(broker.users))
+    else:
+        totals.connections = peers("user", caller.name)
+        totals.channels = peers("user_channels", caller.name)
+    reports = cluster_control(broker)
+    if reports is None:
+        return totals
+    for queue in remote:
+        _, counters = reports.queue_report(queue.home_node, queue.vhost, queue.name)
+        totals.consumers += counters.get("consumers", 0)
+        totals.messages += counters.get("messages", 0)
+        totals.unacknowledged += counters.get("messages_unacknowledged", 0)
+    return totals
