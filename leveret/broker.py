@@ -38,6 +38,9 @@ class Broker:
         self.users: dict[str, User] = {}
         self.permissions: dict[tuple[str, str], Permission] = {}  # (user, vhost)
         self.alarms: set[str] = set()
+        # The alarms of the other running nodes (from their gossip reports): RabbitMQ's resource
+        # alarms are cluster-wide, so one node short of memory or disk blocks every publisher.
+        self.peer_alarms: frozenset[str] = frozenset()
         # Draining for a stop (a rolling restart): publishers are blocked as by an alarm.
         self.draining = False
         # Called with whether any alarm is in effect, each time that changes.
@@ -131,6 +134,19 @@ class Broker:
         for listener in list(self.alarm_listeners):
             listener(bool(self.alarms))
 
+    def set_peer_alarms(self, resources: frozenset[str]) -> None:
+        """The resources in alarm on other running nodes of the cluster are now `resources`."""
+        if resources == self.peer_alarms:
+            return
+        before = self.blocking_reason()
+        self.peer_alarms = resources
+        if self.blocking_reason() != before:
+            log.warning(
+                "resource alarm on another node %s",
+                f"set: {', '.join(sorted(resources))}" if resources else "cleared",
+            )
+            self._tell_blocking()
+
     def start_draining(self) -> None:
         """Block every publishing connection for good: the node is about to stop."""
         self.draining = True
@@ -145,8 +161,9 @@ class Broker:
         """What connection.blocked says while publishers must wait, None when they need not."""
         if self.draining:
             return "node is draining"
-        if self.alarms:
-            return "low on " + " & ".join(sorted(self.alarms))
+        alarms = self.alarms | self.peer_alarms
+        if alarms:
+            return "low on " + " & ".join(sorted(alarms))
         return None
 
 

@@ -71,7 +71,17 @@ class ClusterPlugin:
         self.service.machine.on_reset(lambda _state: self._mirror.rebuild())
 
     def _report(self) -> NodeReport:
+        """This node's gossip report, made every protocol period; the other nodes' alarms are
+        taken in at the same pace."""
         status = self.service.status()
+        self._broker.set_peer_alarms(
+            frozenset(
+                alarm
+                for node, view in status.gossip.items()
+                if node != status.node and status.is_running(node) and view.report is not None
+                for alarm in view.report.alarms
+            )
+        )
         return broker_report(
             self._broker,
             self._settings.data_dir,

@@ -53,10 +53,13 @@ class ClusterNode:
             and self.process.proc.poll() is None
         )
 
-    def start(self, join: list[str] | None = None, same_ports: bool = False) -> ClusterNode:
-        """Start (again); `same_ports` keeps the cluster port of the previous run."""
+    def start(
+        self, join: list[str] | None = None, same_ports: bool = False, extra: tuple[str, ...] = ()
+    ) -> ClusterNode:
+        """Start (again); `same_ports` keeps the cluster port of the previous run; `extra`:
+        more arguments for `leveret server`."""
         seeds = self.join if join is None else join
-        args = ["--node-name", self.name, "--cluster-secret-file", self._secret_file]
+        args = ["--node-name", self.name, "--cluster-secret-file", self._secret_file, *extra]
         for seed in seeds:
             args += ["--join", seed]
         if same_ports and self.cluster_port:
