@@ -8,6 +8,7 @@ from typing import Any
 from ..amqp.properties import BasicProperties
 from . import metadata_writes
 from .access import require_vhost
+from .cluster_link import cluster_control
 from .context import Context, Reply, Route, ok
 from .errors import ApiError, bad_request
 from .message_view import message_from_json
@@ -21,22 +22,29 @@ def _failed(body: dict[str, Any]) -> Reply:
     return Reply(503, {"status": "failed", **body})
 
 
-def _alarms(ctx: Context, reason: str) -> Reply:
-    alarms = sorted(ctx.broker.alarms)
-    if not alarms:
-        return ok({"status": "ok"})
+def _alarms(ctx: Context, reason: str, *, whole_cluster: bool) -> Reply:
     node = ctx.broker.config.node_name
-    return _failed(
-        {"reason": reason, "alarms": [{"node": node, "resource": alarm} for alarm in alarms]}
-    )
+    found = [{"node": node, "resource": alarm} for alarm in sorted(ctx.broker.alarms)]
+    control = cluster_control(ctx.broker) if whole_cluster else None
+    if control is not None:
+        # The other running nodes' alarms, from their gossip reports (this node's own are
+        # fresher in the broker than in its last report).
+        found += [
+            {"node": alarm["node"], "resource": alarm["resource"]}
+            for alarm in control.status_report()["alarms"]
+            if alarm["node"] != node
+        ]
+    if not found:
+        return ok({"status": "ok"})
+    return _failed({"reason": reason, "alarms": found})
 
 
 def alarms(ctx: Context) -> Reply:
-    return _alarms(ctx, "There are alarms in effect in the cluster")
+    return _alarms(ctx, "There are alarms in effect in the cluster", whole_cluster=True)
 
 
 def local_alarms(ctx: Context) -> Reply:
-    return _alarms(ctx, "There are alarms in effect on the node")
+    return _alarms(ctx, "There are alarms in effect on the node", whole_cluster=False)
 
 
 def _ports(ctx: Context) -> list[int]:

@@ -9,6 +9,7 @@ from ..session import open_sessions
 from . import metadata_writes
 from .access import require_admin, visible_vhosts
 from .account_bodies import checked_vhost
+from .cluster_totals import remote_counts
 from .context import Context, Reply, Route, not_found_unless, ok
 from .figures import QueueFigures, total
 from .listing import list_response, select_columns
@@ -33,18 +34,23 @@ def vhost_json(
         "default_queue_type": metadata.default_queue_type,
         "description": metadata.description,
     }
+    # Its queues homed on other nodes count too, with what those nodes last reported.
+    remote = list(ctx.broker.vhosts[name].remote_queues.values())
+    messages, unacked, _ = remote_counts(ctx.broker, remote)
     # RabbitMQ shows a vhost's statistics once it has queues or connections.
-    active = bool(figures) or any(
-        s.vhost is not None and s.vhost.name == name for s in open_sessions(ctx.broker)
+    active = (
+        bool(figures)
+        or bool(remote)
+        or any(s.vhost is not None and s.vhost.name == name for s in open_sessions(ctx.broker))
     )
     stats = message_stats(figure, ctx.state, key, had_consumers)
     if stats:
         shown["message_stats"] = stats
     if active:
         counts = {
-            "messages": figure.messages,
-            "messages_ready": figure.ready,
-            "messages_unacknowledged": figure.unacked,
+            "messages": figure.messages + messages,
+            "messages_ready": figure.ready + messages - unacked,
+            "messages_unacknowledged": figure.unacked + unacked,
         }
         shown.update(with_details(counts, ctx.state.rates, key))
     shown["metadata"] = {"description": metadata.description, "tags": list(metadata.tags)}

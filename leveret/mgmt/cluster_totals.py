@@ -1,5 +1,6 @@
-"""What the other nodes of the cluster hold, for /api/overview's totals, from their gossip
-reports (seconds old at most, as RabbitMQ's overview comes from its stats collection)."""
+"""What the other nodes of the cluster hold, for the totals of /api/overview and /api/vhosts,
+from their gossip reports (seconds old at most, as RabbitMQ's totals come from its stats
+collection)."""
 
 from __future__ import annotations
 
@@ -36,12 +37,19 @@ def elsewhere_totals(
     else:
         totals.connections = peers("user", caller.name)
         totals.channels = peers("user_channels", caller.name)
-    reports = cluster_control(broker)
-    if reports is None:
-        return totals
-    for queue in remote:
-        _, counters = reports.queue_report(queue.home_node, queue.vhost, queue.name)
-        totals.consumers += counters.get("consumers", 0)
-        totals.messages += counters.get("messages", 0)
-        totals.unacknowledged += counters.get("messages_unacknowledged", 0)
+    totals.messages, totals.unacknowledged, totals.consumers = remote_counts(broker, remote)
     return totals
+
+
+def remote_counts(broker: Broker, remote: list[RemoteQueue]) -> tuple[int, int, int]:
+    """Messages, unacknowledged and consumers of the `remote` queues, as their home nodes
+    last reported them."""
+    reports = cluster_control(broker)
+    messages = unacknowledged = consumers = 0
+    if reports is not None:
+        for queue in remote:
+            _, counters = reports.queue_report(queue.home_node, queue.vhost, queue.name)
+            messages += counters.get("messages", 0)
+            unacknowledged += counters.get("messages_unacknowledged", 0)
+            consumers += counters.get("consumers", 0)
+    return messages, unacknowledged, consumers

@@ -3,6 +3,8 @@ publishers of every node until it recovers."""
 
 from __future__ import annotations
 
+import json
+import urllib.error
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,6 +50,15 @@ def test_a_memory_alarm_on_one_node_blocks_publishers_on_the_others(
             return seen == what
 
         wait_for(lambda: told(["blocked: low on memory"]), 20, 0)
+        # A's health check of the cluster's alarms fails, naming C; A's own is fine.
+        asking = three.nodes[A]
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            asking.http("GET", "/api/health/checks/alarms")
+        assert failed.value.code == 503
+        assert json.loads(failed.value.read())["alarms"] == [
+            {"node": node.name, "resource": "memory"}
+        ]
+        assert asking.http("GET", "/api/health/checks/local-alarms") == {"status": "ok"}
         node.kill()
         node.start(same_ports=True)
         wait_for(lambda: told(["blocked: low on memory", "unblocked"]), 20, 0)

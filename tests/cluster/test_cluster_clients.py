@@ -84,8 +84,8 @@ def test_any_node_lists_and_closes_the_clusters_clients(three: Cluster) -> None:
 
 
 def test_the_overview_counts_the_whole_cluster(three: Cluster) -> None:
-    """/api/overview on A counts C's client and the messages of a queue on B (from the other
-    nodes' gossip reports, a moment late)."""
+    """/api/overview on A counts C's client and the messages of a queue on B, and so does
+    /api/vhosts (from the other nodes' gossip reports, a moment late)."""
     asking = three.nodes[A]
     declare_on(three, B, "totals-on-b")
     with _connect(three, C, "publisher-on-c") as on_c:
@@ -107,3 +107,5 @@ def test_the_overview_counts_the_whole_cluster(three: Cluster) -> None:
             )
 
         wait_for(lambda: totals() == (1, 1, every_queue, 3, 3), 15, 0.2)
+        vhost = asking.http("GET", "/api/vhosts/%2F")
+        assert (vhost["messages"], vhost["messages_ready"]) == (3, 3)
