@@ -1,5 +1,6 @@
 """The RabbitMQ Java and Go clients across a 3-node cluster: a queue on A, publishers on B,
-consumers on C, with confirms, prefetch, dead-lettering, direct reply-to and cancel notices.
+consumers on C, with confirms and nacks, returns, prefetch, dead-lettering, direct reply-to and
+cancel notices.
 
 Each client runs a program of its own language (tests/clients/java, tests/clients/go), built
 here from Debian's packages of the clients, that prints a line per check and fails at the first
@@ -83,6 +84,9 @@ def test_the_java_client_uses_queues_across_nodes(
         "ok x-death says rejected once, its count a Long",
         "ok a request through B, served through C, answered by direct reply-to",
         "ok another connection is refused the exclusive queue: 405",
+        "ok a publish through B to a queue on A with room is acked",
+        "ok one to the full queue (reject-publish) is nacked",
+        "ok an unroutable mandatory publish is returned (312), then acked",
         "ok a consumer through B hears basic.cancel when its queue is deleted through C",
     ]
 

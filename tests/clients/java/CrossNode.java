@@ -47,6 +47,7 @@ public final class CrossNode {
             deadLetteredCountIsALong(b, dead);
             requestAndReplyAcrossNodes(a, b, c);
             exclusiveQueueStaysWithItsConnection(b, c);
+            limitsAndReturnsAcrossNodes(a, b);
             consumerHearsOfADeleteOnAnotherNode(b, c, queue);
         }
     }
@@ -152,6 +153,29 @@ public final class CrossNode {
             int code = ((AMQP.Channel.Close) closed.getReason()).getReplyCode();
             check(code == 405, "another connection is refused the exclusive queue: 405");
         }
+    }
+
+    private static void limitsAndReturnsAcrossNodes(Connection a, Connection b) throws Exception {
+        String limited = "java-limited";
+        Channel onA = a.createChannel();
+        onA.queueDelete(limited);
+        Map<String, Object> limit = Map.of("x-max-length", 1L, "x-overflow", "reject-publish");
+        onA.queueDeclare(limited, false, false, false, limit);
+        waitForQueue(b, limited);
+        Channel channel = b.createChannel();
+        channel.confirmSelect();
+        List<Integer> returned = new ArrayList<>();
+        channel.addReturnListener(r -> returned.add(r.getReplyCode()));
+        channel.basicPublish("", limited, true, null, body("first"));
+        check(channel.waitForConfirms(WAIT_SECONDS * 1000),
+                "a publish through B to a queue on A with room is acked");
+        channel.basicPublish("", limited, true, null, body("second"));
+        check(!channel.waitForConfirms(WAIT_SECONDS * 1000),
+                "one to the full queue (reject-publish) is nacked");
+        channel.basicPublish("", "java-nowhere", true, null, body("lost"));
+        check(channel.waitForConfirms(WAIT_SECONDS * 1000) && returned.equals(List.of(312)),
+                "an unroutable mandatory publish is returned (312), then acked");
+        onA.queueDelete(limited);
     }
 
     private static void consumerHearsOfADeleteOnAnotherNode(Connection b, Connection c,
