@@ -488,10 +488,19 @@ class Channel:
         if self.reply_consumer is not None and self.reply_consumer[0] == method.consumer_tag:
             self._stop_replies()
         consumer = self.consumers.pop(method.consumer_tag, None)
-        if not method.no_wait:
-            self.reply(m.BasicCancelOk(method.consumer_tag))
+        stopping = None
         if consumer is not None:
-            consumer.queue.remove_consumer(consumer)
+            queue: Settles = consumer.queue  # (a remote queue's handle, for a remote consumer)
+            stopping = queue.remove_consumer(consumer)
+        if method.no_wait:
+            return
+        if stopping is None:
+            self.reply(m.BasicCancelOk(method.consumer_tag))
+            return
+        # A consumer of a queue on another node: cancel-ok once the home node has stopped it,
+        # so that nothing is delivered to it after (RabbitMQ's channel waits for the queue).
+        ok = m.BasicCancelOk(method.consumer_tag)
+        self.session.wait_then(self, stopping, lambda _: self.reply(ok))
 
     # DeliverySink: what the queue asks of this channel.
 

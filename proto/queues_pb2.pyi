@@ -226,18 +226,20 @@ class Reply(_message.Message):
     def __init__(self, id: _Optional[int] = ..., code: _Optional[int] = ..., text: _Optional[str] = ..., message_count: _Optional[int] = ..., consumer_count: _Optional[int] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ..., has_delivery: _Optional[bool] = ..., unacked_count: _Optional[int] = ..., view: _Optional[bytes] = ...) -> None: ...
 
 class Down(_message.Message):
-    __slots__ = ("confirms", "deliveries", "subscribed", "cancelled", "replies")
+    __slots__ = ("confirms", "deliveries", "subscribed", "cancelled", "replies", "cancel_oks")
     CONFIRMS_FIELD_NUMBER: _ClassVar[int]
     DELIVERIES_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIBED_FIELD_NUMBER: _ClassVar[int]
     CANCELLED_FIELD_NUMBER: _ClassVar[int]
     REPLIES_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_OKS_FIELD_NUMBER: _ClassVar[int]
     confirms: _containers.RepeatedCompositeFieldContainer[Confirm]
     deliveries: _containers.RepeatedCompositeFieldContainer[Delivery]
     subscribed: _containers.RepeatedCompositeFieldContainer[Subscribed]
     cancelled: _containers.RepeatedCompositeFieldContainer[Cancelled]
     replies: _containers.RepeatedCompositeFieldContainer[Reply]
-    def __init__(self, confirms: _Optional[_Iterable[_Union[Confirm, _Mapping]]] = ..., deliveries: _Optional[_Iterable[_Union[Delivery, _Mapping]]] = ..., subscribed: _Optional[_Iterable[_Union[Subscribed, _Mapping]]] = ..., cancelled: _Optional[_Iterable[_Union[Cancelled, _Mapping]]] = ..., replies: _Optional[_Iterable[_Union[Reply, _Mapping]]] = ...) -> None: ...
+    cancel_oks: _containers.RepeatedCompositeFieldContainer[Cancelled]
+    def __init__(self, confirms: _Optional[_Iterable[_Union[Confirm, _Mapping]]] = ..., deliveries: _Optional[_Iterable[_Union[Delivery, _Mapping]]] = ..., subscribed: _Optional[_Iterable[_Union[Subscribed, _Mapping]]] = ..., cancelled: _Optional[_Iterable[_Union[Cancelled, _Mapping]]] = ..., replies: _Optional[_Iterable[_Union[Reply, _Mapping]]] = ..., cancel_oks: _Optional[_Iterable[_Union[Cancelled, _Mapping]]] = ...) -> None: ...
 
 class Challenge(_message.Message):
     __slots__ = ("nonce",)

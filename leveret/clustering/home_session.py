@@ -277,6 +277,8 @@ class HomeSession:
         consumer = self._consumers.pop(consumer_id, None)
         if consumer is not None:
             consumer.queue.remove_consumer(consumer)
+        self._out.cancel_oks.add().consumer = consumer_id
+        self._schedule_flush()
 
     def consumer_gone(self, consumer_id: int) -> None:
         """Its queue was deleted: the other node cancels it towards its client."""

@@ -129,6 +129,8 @@ class QueueLink:
         self._awaiting: deque[tuple[int, ConfirmWaiter, int]] = deque()
         self._subscribers: dict[int, RemoteSubscriber] = {}
         self._subscribing: dict[int, asyncio.Future[int]] = {}
+        # Consumers cancelled here whose end the home node has not confirmed yet.
+        self._cancelling: dict[int, asyncio.Future[None]] = {}
         self._requests: dict[int, asyncio.Future[QueueStatus]] = {}
         self._ids = itertools.count(1)
         self._acks: list[int] = []
@@ -289,10 +291,20 @@ class QueueLink:
         reply.body = message.body
         return reply
 
-    def cancel(self, consumer: int) -> None:
-        if self._subscribers.pop(consumer, None) is not None:
-            self._control.cancels.add().consumer = consumer
-            self._changed()
+    def cancel(self, consumer: int) -> asyncio.Future[None]:
+        done = self._cancelling.get(consumer)
+        if done is not None:
+            return done
+        done = asyncio.get_running_loop().create_future()
+        if consumer not in self._subscribers:
+            done.set_result(None)
+            return done
+        # The subscriber stays until the home node answers: what it delivered before it took
+        # the cancel still reaches the client, as from a RabbitMQ queue before cancel-ok.
+        self._cancelling[consumer] = done
+        self._control.cancels.add().consumer = consumer
+        self._changed()
+        return done
 
     def grant(self, consumer: int, credit: int) -> None:
         grant = self._control.credits.add()
@@ -521,8 +533,15 @@ class QueueLink:
                 self._changed()
         for cancelled in down.cancelled:
             subscriber = subscribers.pop(cancelled.consumer, None)
+            if cancelled.consumer in self._cancelling:
+                continue  # the client cancelled it too: its cancel-ok follows
             if subscriber is not None:
                 subscriber.cancelled_by_home()
+        for cancel_ok in down.cancel_oks:
+            subscribers.pop(cancel_ok.consumer, None)
+            done = self._cancelling.pop(cancel_ok.consumer, None)
+            if done is not None and not done.done():
+                done.set_result(None)
         for reply in down.replies:
             pending = self._requests.pop(reply.id, None)
             if pending is None or pending.done():
@@ -564,6 +583,11 @@ class QueueLink:
         for _, waiter, seq in awaiting:
             waiter.confirmed(seq, False)
         subscribers, self._subscribers = self._subscribers, {}
+        cancelling, self._cancelling = self._cancelling, {}
+        for consumer, done in cancelling.items():
+            subscribers.pop(consumer, None)  # its client asked for its end: it has it
+            if not done.done():
+                done.set_result(None)
         subscribing, self._subscribing = self._subscribing, {}
         requests, self._requests = self._requests, {}
         pending: list[asyncio.Future[Any]] = [*subscribing.values(), *requests.values()]

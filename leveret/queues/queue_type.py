@@ -56,7 +56,10 @@ class Settles(Protocol):
         """The channel can take more deliveries."""
         ...
 
-    def remove_consumer(self, consumer: Consumer) -> None: ...
+    def remove_consumer(self, consumer: Consumer) -> Awaitable[None] | None:
+        """Stop `consumer`; an awaitable when that takes another node's answer (basic.cancel-ok
+        waits for it), else None."""
+        ...
 
 
 class QueueClient(Protocol):

@@ -7,6 +7,7 @@ only forwards publishes, settlements and requests, and hands deliveries to its c
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from enum import IntEnum
@@ -151,7 +152,10 @@ class HomeLink(Protocol):
         """Returns once the home node can be reached; raises LinkDown when it cannot."""
         ...
 
-    def cancel(self, consumer: int) -> None: ...
+    def cancel(self, consumer: int) -> asyncio.Future[None]:
+        """Stop `consumer` on the home node; resolves once the home node has (or the link
+        broke). Deliveries to it that come meanwhile still go to its subscriber."""
+        ...
 
     def grant(self, consumer: int, credit: int) -> None:
         """The home node may send `credit` more deliveries to `consumer`."""

@@ -8,6 +8,7 @@ node never has more than `CREDIT_WINDOW` of them on the way.
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -97,17 +98,24 @@ class RemoteQueueHandle:
 
     # --- what the channel does ----------------------------------------------------------------
 
-    def remove_consumer(self, consumer: Consumer) -> None:
-        """basic.cancel, or the channel closed: stop the home node's consumer."""
+    def remove_consumer(self, consumer: Consumer) -> asyncio.Future[None] | None:
+        """basic.cancel, or the channel closed: stop the home node's consumer. Resolves once
+        the home node has (None: at once); until then, what it sent still reaches the client."""
         if self.consumer is not consumer:
-            return
+            return None
+        if not self._current() or not self.consumer_id:
+            # (no id yet: cancelled once the home node names it, remote_type.py)
+            self._stopped()
+            return None
+        done = self.link.cancel(self.consumer_id)
+        done.add_done_callback(lambda _: self._stopped())
+        return done
+
+    def _stopped(self) -> None:
         self.consumer = None
         waiting, self._waiting = self._waiting, deque()
-        if self._current():
-            if self.consumer_id:  # else cancelled once the home node names it (remote_type.py)
-                self.link.cancel(self.consumer_id)
-            for entry in waiting:
-                self._give_back(entry)
+        for entry in waiting:
+            self._give_back(entry)
 
     def settle(self, entry: QueueEntry) -> None:
         if self._current():

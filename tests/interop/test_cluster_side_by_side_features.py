@@ -2,7 +2,8 @@
 
 Queues live on node A (some on C); clients use them through B and C: dead-lettering to a queue
 on a third node, limits, exclusive queues, delete conditions, auto-delete, priorities,
-alternate exchanges, CC/BCC, transactions, equivalence, direct reply-to and expiry.
+alternate exchanges, CC/BCC, transactions, equivalence, direct reply-to, consumer priorities,
+single active consumer and expiry.
 RabbitMQ's transcripts are pinned as written.
 """
 
@@ -365,6 +366,68 @@ def direct_reply_to_across_nodes(three: ThreeNodes) -> Transcript:
     return seen
 
 
+def consumers_across_nodes(three: ThreeNodes) -> Transcript:
+    """Consumers of queues on A through B and C: priorities, single active consumer (and its
+    hand-over when the active one cancels), and purge with deliveries unacknowledged."""
+    seen: Transcript = []
+    declare_on_a(three, "sbs-prioritised")
+    declare_on_a(three, "sbs-single", arguments={"x-single-active-consumer": True})
+    with (
+        connect(three.url(B)) as low,
+        connect(three.url(C)) as high,
+        connect(three.url(A)) as publisher,
+    ):
+        got: dict[str, list[bytes]] = {"low": [], "high": []}
+        for conn, name, priority in ((low, "low", 1), (high, "high", 10)):
+            channel = conn.channel()
+            channel.basic_qos(prefetch_count=2)
+            channel.basic_consume(
+                "sbs-prioritised",
+                lambda c, m, p, body, name=name: got[name].append(body),
+                arguments={"x-priority": priority},
+            )
+        feed = publisher.channel()
+        feed.confirm_delivery()
+        for number in range(3):
+            feed.basic_publish("", "sbs-prioritised", f"m{number}".encode())
+        deadline = time.monotonic() + 5
+        while len(got["low"]) + len(got["high"]) < 3 and time.monotonic() < deadline:
+            low.process_data_events(time_limit=0.02)
+            high.process_data_events(time_limit=0.02)
+        # The higher priority consumer takes what its prefetch allows, the other the rest.
+        seen.append(("by priority", got["high"], got["low"]))
+        attempt(publisher, seen, lambda c: c.queue_purge("sbs-prioritised").method.message_count)
+        attempt(
+            publisher,
+            seen,
+            lambda c: c.queue_declare("sbs-prioritised", passive=True).method.message_count,
+        )
+
+        singles: list[tuple[str, bytes]] = []
+        first = low.channel()
+        first_tag = first.basic_consume(
+            "sbs-single", lambda c, m, p, body: singles.append(("B", body)), auto_ack=True
+        )
+        second = high.channel()
+        second.basic_consume(
+            "sbs-single", lambda c, m, p, body: singles.append(("C", body)), auto_ack=True
+        )
+        feed.basic_publish("", "sbs-single", b"s1")
+
+        def settle(count: int) -> None:
+            deadline = time.monotonic() + 5
+            while len(singles) < count and time.monotonic() < deadline:
+                low.process_data_events(time_limit=0.02)
+                high.process_data_events(time_limit=0.02)
+
+        settle(1)
+        first.basic_cancel(first_tag)
+        feed.basic_publish("", "sbs-single", b"s2")
+        settle(2)
+        seen.append(("single active", singles))
+    return seen
+
+
 def _no_queue(name: str) -> tuple[str, int, str]:
     return ("channel-closed", 404, f"NOT_FOUND - no queue '{name}' in vhost '/'")
 
@@ -512,6 +575,13 @@ EXPECTED: dict[Callable[[ThreeNodes], Transcript], Transcript] = {
         # has gone, through another node as through the requester's own.
         ("returned", [312]),
         ("returned", [312]),
+    ],
+    consumers_across_nodes: [
+        ("by priority", [b"m0", b"m1"], [b"m2"]),
+        ("ok", 0),
+        ("ok", 0),
+        # Once B's active consumer has its cancel-ok, C's is the active one.
+        ("single active", [("B", b"s1"), ("C", b"s2")]),
     ],
     expiry_across_nodes: [
         ("ok", 1),
