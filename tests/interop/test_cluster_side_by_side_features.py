@@ -3,8 +3,8 @@
 Queues live on node A (some on C); clients use them through B and C: dead-lettering to a queue
 on a third node, limits, exclusive queues, delete conditions, auto-delete, priorities,
 alternate exchanges, CC/BCC, transactions, equivalence, direct reply-to, consumer priorities,
-single active consumer and expiry.
-RabbitMQ's transcripts are pinned as written.
+single active consumer, a global prefetch, gets left unacknowledged, zero TTL, unbinding and
+expiry. RabbitMQ's transcripts are pinned as written.
 """
 
 from __future__ import annotations
@@ -428,6 +428,65 @@ def consumers_across_nodes(three: ThreeNodes) -> Transcript:
     return seen
 
 
+def qos_gets_and_closes_across_nodes(three: ThreeNodes) -> Transcript:
+    """Through B: a global prefetch shared by consumers of queues on A and on C; a get left
+    unacknowledged when its channel closes; a zero TTL queue with a consumer; an unbind."""
+    seen: Transcript = []
+    declare_on_a(three, "sbs-qos-a")
+    declare_on(three, C, "sbs-qos-c")
+    declare_on_a(three, "sbs-ttl-zero", arguments={"x-message-ttl": 0})
+    with connect(three.url(A)) as feeder, connect(three.url(B)) as client:
+        feed = feeder.channel()
+        feed.confirm_delivery()
+        for queue in ("sbs-qos-a", "sbs-qos-c"):
+            for number in range(3):
+                feed.basic_publish("", queue, f"{queue}-{number}".encode())
+        channel = client.channel()
+        channel.basic_qos(prefetch_count=2, global_qos=True)
+        got: list[bytes] = []
+        for queue in ("sbs-qos-a", "sbs-qos-c"):
+            channel.basic_consume(queue, lambda c, m, p, body: got.append(body))
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            client.process_data_events(time_limit=0.05)
+        seen.append(("global prefetch", len(got)))
+        channel.close()
+
+        def get_then_close(c: Any) -> Any:
+            method, _, body = c.basic_get("sbs-qos-a")
+            return body, method.redelivered
+
+        getter = client.channel()
+        seen.append(("got", get_then_close(getter)))
+        getter.close()
+        attempt(client, seen, get_then_close)
+
+        zero: list[bytes] = []
+        ttl_channel = client.channel()
+        ttl_channel.basic_consume("sbs-ttl-zero", lambda c, m, p, body: zero.append(body), True)
+        feed.basic_publish("", "sbs-ttl-zero", b"now or never")
+        deadline = time.monotonic() + 2
+        while not zero and time.monotonic() < deadline:
+            client.process_data_events(time_limit=0.05)
+        seen.append(("zero ttl", zero))
+
+        def unbind(c: Any) -> Any:
+            c.exchange_declare("sbs-direct", "direct")
+            c.queue_bind("sbs-qos-c", "sbs-direct", "k")
+            c.confirm_delivery()
+            c.basic_publish("sbs-direct", "k", b"bound")
+            c.queue_unbind("sbs-qos-c", "sbs-direct", "k")
+            try:
+                c.basic_publish("sbs-direct", "k", b"unbound", mandatory=True)
+            except pika.exceptions.UnroutableError:
+                return "returned after the unbind"
+            return "routed after the unbind"
+
+        attempt(client, seen, unbind)
+        attempt(client, seen, lambda c: c.exchange_delete("sbs-direct") and "deleted")
+    return seen
+
+
 def _no_queue(name: str) -> tuple[str, int, str]:
     return ("channel-closed", 404, f"NOT_FOUND - no queue '{name}' in vhost '/'")
 
@@ -582,6 +641,15 @@ EXPECTED: dict[Callable[[ThreeNodes], Transcript], Transcript] = {
         ("ok", 0),
         # Once B's active consumer has its cancel-ok, C's is the active one.
         ("single active", [("B", b"s1"), ("C", b"s2")]),
+    ],
+    qos_gets_and_closes_across_nodes: [
+        ("global prefetch", 2),
+        # A get left unacknowledged comes back redelivered when its channel closes.
+        ("got", (b"sbs-qos-a-0", True)),
+        ("ok", (b"sbs-qos-a-0", True)),
+        ("zero ttl", [b"now or never"]),
+        ("ok", "returned after the unbind"),
+        ("ok", "deleted"),
     ],
     expiry_across_nodes: [
         ("ok", 1),
