@@ -1,4 +1,5 @@
-"""Fixtures shared by the side-by-side modules: the two 3-node clusters start once for all."""
+"""The two 3-node clusters of the cross-node side-by-side tests, started once for all their
+scenarios."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ import pika
 import pika.exceptions
 import pytest
 
+from tests.interop import cluster_feature_scenarios
 from tests.interop.test_side_by_side import Transcript
 from tests.interop.three_nodes import (
     PERSISTENT,
@@ -169,20 +170,24 @@ EXPECTED: dict[Callable[[ThreeNodes], Transcript], Transcript] = {
 }
 
 
+# With the queue features of cluster_feature_scenarios.py.
+SCENARIOS = {**EXPECTED, **cluster_feature_scenarios.EXPECTED}
+
+
 def _run(three: ThreeNodes, scenario: Callable[[ThreeNodes], Transcript]) -> Transcript:
     return anonymised(scenario(three), three.node_names())
 
 
 @pytest.mark.rabbitmq
-@pytest.mark.parametrize("scenario", list(EXPECTED), ids=lambda s: s.__name__)
+@pytest.mark.parametrize("scenario", list(SCENARIOS), ids=lambda s: s.__name__)
 def test_rabbitmq_cluster_answers_as_written(
     scenario: Callable[[ThreeNodes], Transcript], rabbitmq_three: RabbitThree
 ) -> None:
-    assert _run(rabbitmq_three, scenario) == EXPECTED[scenario]
+    assert _run(rabbitmq_three, scenario) == SCENARIOS[scenario]
 
 
-@pytest.mark.parametrize("scenario", list(EXPECTED), ids=lambda s: s.__name__)
+@pytest.mark.parametrize("scenario", list(SCENARIOS), ids=lambda s: s.__name__)
 def test_leveret_cluster_answers_as_rabbitmq(
     scenario: Callable[[ThreeNodes], Transcript], leveret_three: LeveretThree
 ) -> None:
-    assert _run(leveret_three, scenario) == EXPECTED[scenario]
+    assert _run(leveret_three, scenario) == SCENARIOS[scenario]

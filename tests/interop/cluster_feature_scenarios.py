@@ -1,4 +1,5 @@
-"""Queue features across nodes, side by side: a 3-node RabbitMQ cluster and a 3-node Leveret one.
+"""Queue features across nodes, the scenarios test_cluster_side_by_side.py runs on a 3-node
+RabbitMQ cluster and a 3-node Leveret one.
 
 Queues live on node A (some on C); clients use them through B and C: dead-lettering to a queue
 on a third node, limits, exclusive queues, delete conditions, auto-delete, priorities,
@@ -15,15 +16,11 @@ from typing import Any
 
 import pika
 import pika.exceptions
-import pytest
 
 from tests.interop.test_side_by_side import Transcript
 from tests.interop.three_nodes import (
     PERSISTENT,
-    LeveretThree,
-    RabbitThree,
     ThreeNodes,
-    anonymised,
     attempt,
     connect,
     declare_on,
@@ -658,22 +655,3 @@ EXPECTED: dict[Callable[[ThreeNodes], Transcript], Transcript] = {
         ("ok", None),
     ],
 }
-
-
-def _run(three: ThreeNodes, scenario: Callable[[ThreeNodes], Transcript]) -> Transcript:
-    return anonymised(scenario(three), three.node_names())
-
-
-@pytest.mark.rabbitmq
-@pytest.mark.parametrize("scenario", list(EXPECTED), ids=lambda s: s.__name__)
-def test_rabbitmq_cluster_answers_as_written(
-    scenario: Callable[[ThreeNodes], Transcript], rabbitmq_three: RabbitThree
-) -> None:
-    assert _run(rabbitmq_three, scenario) == EXPECTED[scenario]
-
-
-@pytest.mark.parametrize("scenario", list(EXPECTED), ids=lambda s: s.__name__)
-def test_leveret_cluster_answers_as_rabbitmq(
-    scenario: Callable[[ThreeNodes], Transcript], leveret_three: LeveretThree
-) -> None:
-    assert _run(leveret_three, scenario) == EXPECTED[scenario]
