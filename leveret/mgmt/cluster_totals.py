@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class ElsewhereTotals:
+    """What the other nodes hold of what the overview counts."""
+
     connections: int = 0
     channels: int = 0
     consumers: int = 0
