@@ -104,15 +104,18 @@ def _local_connection(ctx: Context) -> Session | None:
     return None
 
 
-async def _elsewhere(ctx: Context, kind: str) -> Any:
-    """The item of `kind` another node lists under the requested name (404 if none)."""
+async def _elsewhere(ctx: Context, kind: str) -> tuple[Any, dict[str, list[dict[str, Any]]]]:
+    """The item of `kind` another node lists under the requested name (404 if none), with
+    everything the other nodes listed (asked once)."""
     wanted = ctx.param("name")
-    for item in (await clients_elsewhere(ctx.broker))[kind]:
+    listed = await clients_elsewhere(ctx.broker)
+    for item in listed[kind]:
         if item.get("name") == wanted:
             if not sees_user_objects(ctx.caller, item.get("user", "")):
                 raise not_authorised("User not authorised to access object")
-            return item
+            return item, listed
     not_found_unless(False)
+    raise AssertionError("unreachable")
 
 
 def show_connection(ctx: Context) -> Reply | Awaitable[Reply]:
@@ -122,7 +125,7 @@ def show_connection(ctx: Context) -> Reply | Awaitable[Reply]:
         return ok(select_columns(shown, ctx.query.get("columns")))
 
     async def elsewhere() -> Reply:
-        shown = await _elsewhere(ctx, "connections")
+        shown, _ = await _elsewhere(ctx, "connections")
         return ok(select_columns(shown, ctx.query.get("columns")))
 
     return elsewhere()
@@ -136,7 +139,7 @@ def close_connection(ctx: Context) -> Reply | Awaitable[Reply]:
         return Reply(NO_CONTENT)
 
     async def elsewhere() -> Reply:
-        shown = await _elsewhere(ctx, "connections")
+        shown, _ = await _elsewhere(ctx, "connections")
         closed = await close_elsewhere(ctx.broker, shown["node"], shown["name"], reason)
         not_found_unless(closed)  # it closed meanwhile
         return Reply(NO_CONTENT)
@@ -159,10 +162,10 @@ def connection_channels(ctx: Context) -> Reply | Awaitable[Reply]:
         return ok(list_response(items, ctx.query, default_sort=("name",)))
 
     async def elsewhere() -> Reply:
-        shown = await _elsewhere(ctx, "connections")
+        shown, listed = await _elsewhere(ctx, "connections")
         items = [
             channel
-            for channel in (await clients_elsewhere(ctx.broker))["channels"]
+            for channel in listed["channels"]
             if channel.get("connection_details", {}).get("name") == shown["name"]
         ]
         return ok(list_response(items, ctx.query, default_sort=("name",)))
@@ -201,12 +204,13 @@ def show_channel(ctx: Context) -> Reply | Awaitable[Reply]:
                 return ok(select_columns(shown, ctx.query.get("columns")))
 
     async def elsewhere() -> Reply:
-        shown = dict(await _elsewhere(ctx, "channels"))
+        found, listed = await _elsewhere(ctx, "channels")
+        shown = dict(found)
         # The consumers of that node's own queues on this channel (those of queues homed
         # elsewhere are listed by their home nodes, without the channel's name).
         shown["consumer_details"] = [
             consumer
-            for consumer in (await clients_elsewhere(ctx.broker))["consumers"]
+            for consumer in listed["consumers"]
             if consumer.get("channel_details", {}).get("name") == wanted
         ]
         shown["deliveries"] = []

@@ -4,12 +4,11 @@ closing a connection that another node holds."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
 from ..queues.remote import LinkDown, RequestKind
-from .remote_queue_ops import LIVE_COUNTS_SECONDS
+from .remote_queue_ops import answered_in_time
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -27,7 +26,7 @@ def other_nodes(broker: Broker) -> list[str]:
 
 async def clients_elsewhere(broker: Broker) -> dict[str, list[dict[str, Any]]]:
     """What the other nodes list (see node_clients), merged by kind; a node that does not
-    answer within LIVE_COUNTS_SECONDS is left out, as RabbitMQ leaves out a node it cannot
+    answer in time (see answered_in_time) is left out, as RabbitMQ leaves out a node it cannot
     reach."""
     merged: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
     links = broker.links
@@ -42,12 +41,7 @@ async def clients_elsewhere(broker: Broker) -> dict[str, list[dict[str, Any]]]:
             return None
         return json.loads(answer.view) if not answer.code else None
 
-    asked = [asyncio.ensure_future(ask(node)) for node in nodes]
-    done, pending = await asyncio.wait(asked, timeout=LIVE_COUNTS_SECONDS)
-    for late in pending:
-        late.cancel()
-    for future in asked:
-        listed = future.result() if future in done else None
+    for listed in await answered_in_time([ask(node) for node in nodes]):
         if listed is not None:
             for kind in KINDS:
                 merged[kind].extend(listed.get(kind, []))

@@ -6,7 +6,8 @@ it does not (the node is down or slow), as it did before queues could be reached
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, TypeVar
 
 from ..amqp.errors import AMQPError
 from ..queues.remote import LinkDown, QueueStatus, RequestKind
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from ..broker import Broker
     from ..queues.entry import QueueEntry
     from ..queues.remote import HomeLink, RemoteQueue
+
+T = TypeVar("T")
 
 # How long a listing waits for home nodes before showing what gossip last said.
 LIVE_COUNTS_SECONDS = 2.0
@@ -59,16 +62,24 @@ async def live_counts(
             return None
         return status if not status.code else None
 
-    asked = [asyncio.ensure_future(one(queue)) for queue in queues]
-    done, pending = await asyncio.wait(asked, timeout=LIVE_COUNTS_SECONDS)
+    answers = await answered_in_time([one(queue) for queue in queues])
+    return {
+        (queue.vhost, queue.name): status
+        for queue, status in zip(queues, answers, strict=True)
+        if status is not None
+    }
+
+
+async def answered_in_time(asked: list[Awaitable[T | None]]) -> list[T | None]:
+    """The answers, in order, of what answered within LIVE_COUNTS_SECONDS (None for the rest,
+    which are given up)."""
+    futures = [asyncio.ensure_future(one) for one in asked]
+    if not futures:
+        return []
+    done, pending = await asyncio.wait(futures, timeout=LIVE_COUNTS_SECONDS)
     for late in pending:
         late.cancel()
-    counts: dict[tuple[str, str], QueueStatus] = {}
-    for queue, future in zip(queues, asked, strict=True):
-        status = future.result() if future in done else None
-        if status is not None:
-            counts[queue.vhost, queue.name] = status
-    return counts
+    return [future.result() if future in done else None for future in futures]
 
 
 async def status(broker: Broker, queue: RemoteQueue) -> QueueStatus:

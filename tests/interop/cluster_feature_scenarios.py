@@ -18,6 +18,7 @@ import pika
 import pika.exceptions
 
 from tests.interop.test_side_by_side import Transcript
+from tests.interop.test_side_by_side_features import typed
 from tests.interop.three_nodes import (
     PERSISTENT,
     ThreeNodes,
@@ -29,15 +30,6 @@ from tests.interop.three_nodes import (
 from tests.support.node import wait_for
 
 A, B, C = 0, 1, 2
-
-
-def _typed(value: Any) -> Any:
-    """A header value with the type pika decoded each part as (x-death's count is a long)."""
-    if isinstance(value, dict):
-        return {key: _typed(item) for key, item in sorted(value.items()) if key != "time"}
-    if isinstance(value, list):
-        return [_typed(item) for item in value]
-    return None if value is None else (type(value).__name__, value)
 
 
 def _message_count(url: str, queue: str) -> int | None:
@@ -55,7 +47,7 @@ def _get_all(channel: Any, queue: str) -> list[Any]:
         method, properties, body = channel.basic_get(queue, auto_ack=True)
         if method is None:
             break
-        got.append((body, method.exchange, method.routing_key, _typed(properties.headers)))
+        got.append((body, method.exchange, method.routing_key, typed(properties.headers)))
     return got
 
 

@@ -125,14 +125,14 @@ def test_features_same_as_rabbitmq(node: InProcessNode, rabbitmq: RabbitNode) ->
     assert got == expected
 
 
-def _typed(value: Any) -> Any:
+def typed(value: Any) -> Any:
     """A decoded header value with the type pika gave each part (a long is not an int to a
-    Java client, which casts x-death's count to Long)."""
+    Java client, which casts x-death's count to Long); x-death's times left out."""
     if isinstance(value, dict):
-        return {key: _typed(item) for key, item in sorted(value.items()) if key != "time"}
+        return {key: typed(item) for key, item in sorted(value.items()) if key != "time"}
     if isinstance(value, list):
-        return [_typed(item) for item in value]
-    return (type(value).__name__, value)
+        return [typed(item) for item in value]
+    return None if value is None else (type(value).__name__, value)
 
 
 def header_types(conn: pika.BlockingConnection, seen: Transcript) -> None:
@@ -161,16 +161,16 @@ def header_types(conn: pika.BlockingConnection, seen: Transcript) -> None:
     ch.basic_reject(method.delivery_tag, requeue=False)
     _wait_count(ch, "ht-dead", 1)
     method, props, _ = ch.basic_get("ht-dead", auto_ack=True)
-    seen.append(_typed(props.headers))
+    seen.append(typed(props.headers))
     with_bcc = {**headers, "BCC": ["ht-bcc"]}
     ch.basic_publish("", "ht-dead", b"bcc", pika.BasicProperties(headers=with_bcc))
     method, props, _ = ch.basic_get("ht-bcc", auto_ack=True)
-    seen.append(_typed(props.headers))
+    seen.append(typed(props.headers))
     ch.basic_consume("amq.rabbitmq.reply-to", lambda *_: None, auto_ack=True)
     reply_to = pika.BasicProperties(headers=headers, reply_to="amq.rabbitmq.reply-to")
     ch.basic_publish("", "ht-server", b"request", reply_to)
     method, props, _ = ch.basic_get("ht-server", auto_ack=True)
-    seen.append(_typed(props.headers))
+    seen.append(typed(props.headers))
     for name in ("ht-dead", "ht-rej", "ht-bcc", "ht-server"):
         ch.queue_delete(name)
 
