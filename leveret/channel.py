@@ -1,11 +1,9 @@
-"""One AMQP channel's semantics: declares, publishing, consuming, acks, confirms and
-transactions."""
+"""One AMQP channel's semantics: declares, consuming, acknowledgements and transactions; what it
+publishes goes through its publisher (publishing.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -15,27 +13,27 @@ from .amqp import methods as m
 from .amqp.errors import AMQPError, ReplyCode, access_refused, not_found, precondition_failed
 from .amqp.fields import argument_types
 from .amqp.frames import (
-    content_frames,
     deliver_framed,
     deliver_frames,
     get_ok_frames,
     method_frame,
     shortstr,
 )
-from .confirms import Confirms
 from .consumer_timeout import DeliveryMarks
 from .declare_rules import FIELD_TYPE_NAMES
-from .direct_reply import REPLY_PREFIX, REPLY_QUEUE, node_of, reply_address, with_reply_address
-from .message import Message, check_properties, sender_selected
+from .direct_reply import REPLY_QUEUE
+from .message import Message
 from .metadata import MetadataStore
 from .names import consumer_tag as new_consumer_tag
-from .queues import queue_type, stream_rules
+from .publishing import ChannelPublisher
+from .queues import stream_rules
 from .queues.classic import ClassicQueue, Consumer
 from .queues.entry import FramedEntry, QueueEntry
 from .queues.local_type import LocalQueueClient
-from .queues.queue_type import Pending, QueueClient, QueueRef, Settles
+from .queues.queue_type import Pending, QueueClient, Settles
 from .queues.remote import HomeLink, RemoteQueue
 from .queues.remote_type import RemoteQueueClient
+from .transaction import Transaction
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -90,21 +88,10 @@ class Channel:
         self._next_delivery_tag = 1
         # Unacknowledged consumer deliveries: what a global prefetch limits (basic.get's are not).
         self._consumer_unacked = 0
-        self.confirming = False
-        self.wants_confirms = False  # confirm mode or a transaction: queues say how they confirm
-        self.confirms = Confirms()  # in confirm mode
-        # Publishes of this read batch wait for an fsync before they may be confirmed.
-        self._batch_needs_sync = False
-        self._confirm_scheduled = False
-        self._loop: asyncio.AbstractEventLoop | None = None  # (see confirmed)
-        self.transactional = False
-        self._tx_publishes: list[tuple[Message, list[QueueRef], bool]] = []
-        # A commit waits for its fsync and for the home nodes of the queues it published to.
-        self._commit_waits = 0
-        self._tx_remote = 0  # publishes of the committing transaction not yet taken elsewhere
-        self._tx_lost = False  # one of them was lost with the link to its home node
-        self._tx_acks: list[tuple[str, int, bool, bool]] = []
         self.closed = False
+        self.publisher = ChannelPublisher(self)
+        self.transactional = False
+        self.transaction = Transaction(self._committed)
         self.delivery_marks = DeliveryMarks()  # for the consumer timeout's sweeps
         self._permitted: set[tuple[str, str, str]] = set()
         self.reply_consumer: tuple[str, str] | None = None  # (consumer tag, reply suffix)
@@ -128,7 +115,7 @@ class Channel:
             m.BasicReject: self._basic_reject,
             m.BasicRecover: self._basic_recover,
             m.BasicRecoverAsync: self._basic_recover_async,
-            m.ConfirmSelect: self._confirm_select,
+            m.ConfirmSelect: self.publisher.select_confirms,
             m.TxSelect: self._tx_select,
             m.TxCommit: self._tx_commit,
             m.TxRollback: self._tx_rollback,
@@ -160,7 +147,7 @@ class Channel:
             raise AMQPError(ReplyCode.NOT_IMPLEMENTED, "active=false", method.ids)
         self.reply(m.ChannelFlowOk(True))
 
-    def _check(self, kind: str, resource_kind: str, name: str, method: m.Method) -> None:
+    def check_access(self, kind: str, resource_kind: str, name: str, method: m.Method) -> None:
         """RabbitMQ's configure / write / read permissions, remembered per channel as RabbitMQ
         does."""
         if resource_kind == "exchange" and not name:
@@ -180,7 +167,7 @@ class Channel:
 
     def _exchange_declare(self, method: m.ExchangeDeclare) -> None:
         if not method.passive:
-            self._check("configure", "exchange", method.exchange, method)
+            self.check_access("configure", "exchange", method.exchange, method)
             declares.exchange_declare(self, self.metadata, method)
             return
         # 404 when it does not exist; nothing else of a passive declaration is checked.
@@ -198,12 +185,12 @@ class Channel:
             self.reply(m.ExchangeDeclareOk())
 
     def _exchange_delete(self, method: m.ExchangeDelete) -> None:
-        self._check("configure", "exchange", method.exchange, method)
+        self.check_access("configure", "exchange", method.exchange, method)
         declares.exchange_delete(self, self.metadata, method)
 
     def _exchange_bind(self, method: m.ExchangeBind) -> None:
-        self._check("write", "exchange", method.destination, method)
-        self._check("read", "exchange", method.source, method)
+        self.check_access("write", "exchange", method.destination, method)
+        self.check_access("read", "exchange", method.source, method)
         declares.bind(
             self,
             self.metadata,
@@ -217,8 +204,8 @@ class Channel:
         )
 
     def _exchange_unbind(self, method: m.ExchangeUnbind) -> None:
-        self._check("write", "exchange", method.destination, method)
-        self._check("read", "exchange", method.source, method)
+        self.check_access("write", "exchange", method.destination, method)
+        self.check_access("read", "exchange", method.source, method)
         declares.unbind(
             self,
             self.metadata,
@@ -253,7 +240,7 @@ class Channel:
             return
         if not method.passive:
             if method.queue:
-                self._check("configure", "queue", method.queue, method)
+                self.check_access("configure", "queue", method.queue, method)
             declares.queue_declare(self, self.metadata, method)
             return
         self.declare_ok(self._client(rules.strip_cr_lf(method.queue), method), method)
@@ -314,8 +301,8 @@ class Channel:
                 # RabbitMQ refuses if its node is down: bind once an attempt reached it
                 self.wait_then(client.reach(), lambda _: self._queue_bind(method, current=True))
                 return
-        self._check("write", "queue", name, method)
-        self._check("read", "exchange", method.exchange, method)
+        self.check_access("write", "queue", name, method)
+        self.check_access("read", "exchange", method.exchange, method)
         declares.bind(
             self,
             self.metadata,
@@ -332,8 +319,8 @@ class Channel:
         name = self._queue_name(method.queue, method)
         if self.vhost.has_destination("queue", name):
             self._bindable_queue(name, method)  # 405 for another connection's exclusive queue
-        self._check("write", "queue", name, method)
-        self._check("read", "exchange", method.exchange, method)
+        self.check_access("write", "queue", name, method)
+        self.check_access("read", "exchange", method.exchange, method)
         # A missing queue, exchange or binding is unbound already: RabbitMQ answers unbind-ok.
         declares.unbind(
             self,
@@ -349,7 +336,7 @@ class Channel:
 
     def _queue_purge(self, method: m.QueuePurge) -> None:
         queue = self._client(self._queue_name(method.queue, method), method)
-        self._check("read", "queue", queue.name, method)
+        self.check_access("read", "queue", queue.name, method)
         if queue.stream:
             raise stream_rules.not_supported("queue.purge", queue.name, self.vhost.name, method.ids)
 
@@ -361,7 +348,7 @@ class Channel:
 
     def _queue_delete(self, method: m.QueueDelete) -> None:
         name = self._queue_name(method.queue, method)
-        self._check("configure", "queue", name, method)
+        self.check_access("configure", "queue", name, method)
         declares.queue_delete(self, self.metadata, name, method)
 
     def check_deletable(self, queue: ClassicQueue, method: m.QueueDelete) -> None:
@@ -401,7 +388,7 @@ class Channel:
             self._consume_replies(tag, method)
             return
         queue = self._client(self._queue_name(method.queue, method), method)
-        self._check("read", "queue", queue.name, method)
+        self.check_access("read", "queue", queue.name, method)
         if queue.stream:
             stream_rules.check_consume(
                 queue.name,
@@ -565,7 +552,7 @@ class Channel:
 
     def _basic_get(self, method: m.BasicGet) -> None:
         queue = self._client(self._queue_name(method.queue, method), method)
-        self._check("read", "queue", queue.name, method)
+        self.check_access("read", "queue", queue.name, method)
         if queue.stream:
             raise stream_rules.not_supported("basic.get", queue.name, self.vhost.name, method.ids)
 
@@ -627,14 +614,14 @@ class Channel:
     def _basic_ack(self, method: m.BasicAck) -> None:
         if self.transactional:
             self._check_tag(method.delivery_tag, method.multiple, method)
-            self._tx_acks.append(("ack", method.delivery_tag, method.multiple, False))
+            self.transaction.hold("ack", method.delivery_tag, method.multiple, False)
             return
         self._settle(self._take_unacked(method.delivery_tag, method.multiple, method))
 
     def _basic_nack(self, method: m.BasicNack) -> None:
         if self.transactional:
             self._check_tag(method.delivery_tag, method.multiple, method)
-            self._tx_acks.append(("nack", method.delivery_tag, method.multiple, method.requeue))
+            self.transaction.hold("nack", method.delivery_tag, method.multiple, method.requeue)
             return
         records = self._take_unacked(method.delivery_tag, method.multiple, method)
         self._refuse_stream_rejects(records, method)
@@ -643,7 +630,7 @@ class Channel:
     def _basic_reject(self, method: m.BasicReject) -> None:
         if self.transactional:
             self._check_tag(method.delivery_tag, False, method)
-            self._tx_acks.append(("nack", method.delivery_tag, False, method.requeue))
+            self.transaction.hold("nack", method.delivery_tag, False, method.requeue)
             return
         records = self._take_unacked(method.delivery_tag, False, method)
         self._refuse_stream_rejects(records, method)
@@ -725,247 +712,41 @@ class Channel:
         self.unacked.clear()
         self._requeue(records)
 
-    # --- publishing ---------------------------------------------------------------------------
-
-    def handle_publish(self, method: m.BasicPublish, header: bytes, body: bytes) -> None:
-        if method.immediate:
-            raise AMQPError(ReplyCode.NOT_IMPLEMENTED, "immediate=true", method.ids)
-        message = Message(method.exchange, method.routing_key, header, body)
-        has_properties = message.has_flags  # (most traffic has none: nothing to check)
-        if has_properties:
-            problem = check_properties(message)
-            if problem is not None:
-                raise AMQPError(
-                    ReplyCode.FRAME_ERROR, f"cannot decode content header: {problem}", method.ids
-                )
-            user_id = message.properties.user_id
-            if user_id is not None and user_id != self.session.username:
-                raise precondition_failed(
-                    f"user_id property set to '{user_id}' but authenticated user was "
-                    f"'{self.session.username}'",
-                    method.ids,
-                )
-            expiration = message.properties.expiration
-            if expiration is not None:
-                _check_expiration(expiration, method.ids)
-            if message.properties.reply_to == REPLY_QUEUE:
-                address = self.reply_consumer[1] if self.reply_consumer is not None else None
-                message = with_reply_address(message, address, method.ids)
-        self._check("write", "exchange", method.exchange, method)
-        extra_keys: tuple[str, ...] = ()
-        if has_properties and message.properties.headers:
-            extra_keys, message = sender_selected(message)
-        if not method.exchange and method.routing_key.startswith(REPLY_PREFIX):
-            self._publish_reply(message, method.mandatory)
-            return
-        headers = message.properties.headers if has_properties else None
-        queues = self.vhost.route(
-            method.exchange, method.routing_key, headers, method.ids, extra_keys
-        )
-        seq = self.confirms.next_seq() if self.confirming else 0
-        if self.transactional:
-            self._tx_publishes.append((message, queues, method.mandatory))
-            return
-        self._deliver_published(message, queues, method.mandatory, seq)
-
-    def _publish_reply(self, message: Message, mandatory: bool) -> None:
-        seq = self.confirms.next_seq() if self.confirming else 0
-        registry = self.session.broker.direct_reply
-        address = reply_address(message.routing_key)
-        requester = registry.requester(address)
-        if requester is not None:
-            requester.deliver_reply(message)
-            return
-        node = node_of(address)
-        links = self.vhost.links
-        if node is None or node == registry.node or links is None:
-            if mandatory:
-                self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
-            return
-        link = links.link(node)
-        if not mandatory:
-            link.direct_reply(address, message)  # dropped there if the requester has gone
-            return
-        # As RabbitMQ, which asks the requester's node whether its channel is still there:
-        # the reply is returned if not, and this channel's later frames wait for the answer.
-        if seq:
-            self.confirms.expect(seq)
-
-        def answered(reached: bool) -> None:
-            if not reached:
-                self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
-            if seq:
-                self.confirms.confirm(seq)
-
-        self.session.wait_then(self, link.direct_reply_mandatory(address, message), answered)
-
-    def _deliver_published(
-        self, message: Message, queues: list[QueueRef], mandatory: bool, seq: int = 0
-    ) -> None:
-        """`seq`: its confirm's sequence number in confirm mode, else 0."""
-        taken = bool(queues) and queue_type.deliver(self.vhost, queues, message, self, seq)
-        if mandatory and not taken:
-            self._return(message, ReplyCode.NO_ROUTE, "NO_ROUTE")
-
-    # Publisher: what the queues tell of this channel's publishes.
-
-    def stored(self, seq: int) -> None:
-        self._batch_needs_sync = True
-
-    def refused(self, seq: int) -> None:
-        if self.confirming:
-            self.confirms.reject(seq)
-
-    def expect(self, seq: int) -> None:
-        if seq:
-            self.confirms.expect(seq)
-        else:
-            self._tx_remote += 1
-
-    def confirmed(self, seq: int, taken: bool) -> None:
-        """A home node took (or could not take) a publish of this channel: `seq` 0 is one of a
-        committing transaction's."""
-        if self.closed:
-            return
-        if not seq:
-            self._tx_remote -= 1
-            self._tx_lost = self._tx_lost or not taken
-            if not self._tx_remote:
-                self._commit_step()
-            return
-        if not taken:
-            self.confirms.reject(seq)
-        self.confirms.confirm(seq)
-        if not self._confirm_scheduled:
-            # One basic.ack for all the home node confirmed in this turn of the loop.
-            self._confirm_scheduled = True
-            loop = self._loop
-            if loop is None:
-                # Looked up once: asyncio.get_running_loop() makes a getpid system call.
-                loop = self._loop = asyncio.get_running_loop()
-            loop.call_soon(self._confirm_remote)
-
-    def congested(self, queue: ClassicQueue) -> None:
-        self.session.publishes_to_congested_queue = True
-        if queue.flow_blocked:
-            self.session.throttle(queue)
-
-    def throttle(self, link: HomeLink) -> None:
-        self.session.throttle(link)
-
-    def home_congested(self) -> None:
-        self.session.publishes_to_congested_queue = True
-
-    def _confirm_remote(self) -> None:
-        self._confirm_scheduled = False
-        if not self.closed:
-            self._confirm_ready()
-
-    def _return(self, message: Message, code: int, text: str) -> None:
-        payload = m.BasicReturn(code, text, message.exchange, message.routing_key).encode()
-        self.session.write(
-            content_frames(
-                self.number, payload, message.header, message.body, self.session.frame_max
-            )
-        )
-
-    def flush_confirms(self) -> None:
-        """At the end of a read batch: confirm what may be confirmed, in one basic.ack.
-
-        Publishes that went to disk are confirmed once the group commit has fsynced them, and
-        those sent to other nodes once their home nodes took them; later ones wait behind them,
-        so that every ack can be a `multiple` one."""
-        if self._batch_needs_sync:
-            self._batch_needs_sync = False
-            stores = self.session.broker.stores
-            if stores is not None:
-                upto = self.confirms.hold()
-                stores.committer.call_when_durable(lambda error: self._synced(upto, error))
-        self._confirm_ready()
-
-    def _synced(self, upto: int, error: BaseException | None) -> None:
-        # The store could not make these durable on error: the publisher must resend them.
-        self.confirms.durable(upto, error is None)
-        if not self.closed:
-            self._confirm_ready()
-
-    def _confirm_ready(self) -> None:
-        for ack, seq, multiple in self.confirms.settle():
-            self.reply(m.BasicAck(seq, multiple) if ack else m.BasicNack(seq, False, False))
-        if self.session.paused_for_confirms:
-            self.session.confirms_sent()
-
-    def awaiting_confirms(self) -> bool:
-        """Whether publishes read on this channel wait for their basic.ack or basic.nack."""
-        return self.confirming and self.confirms.awaiting()
-
-    def _confirm_select(self, method: m.ConfirmSelect) -> None:
-        if self.transactional:
-            raise precondition_failed("cannot switch from tx to confirm mode", method.ids)
-        self.confirming = self.wants_confirms = True
-        if not method.no_wait:
-            self.reply(m.ConfirmSelectOk())
-
     # --- transactions -------------------------------------------------------------------------
 
     def _tx_select(self, method: m.TxSelect) -> None:
-        if self.confirming:
+        if self.publisher.confirming:
             raise precondition_failed("cannot switch from confirm to tx mode", method.ids)
-        self.transactional = self.wants_confirms = True
+        self.transactional = self.publisher.wants_confirms = True
         self.reply(m.TxSelectOk())
 
     def _tx_commit(self, method: m.TxCommit) -> None:
         if not self.transactional:
             raise precondition_failed("channel is not transactional", method.ids)
-        publishes, self._tx_publishes = self._tx_publishes, []
-        acks, self._tx_acks = self._tx_acks, []
-        self._tx_remote, self._tx_lost = 0, False
+        publishes, settlements = self.transaction.begin_commit()
         for message, queues, mandatory in publishes:
-            self._deliver_published(message, queues, mandatory)
-        for kind, tag, multiple, requeue in acks:
+            self.publisher.deliver_published(message, queues, mandatory)
+        for kind, tag, multiple, requeue in settlements:
             records = self._take_unacked(tag, multiple, method)
             if kind == "ack":
                 self._settle(records)
             else:
                 self._reject(records, requeue)
         # commit-ok promises the persistent messages are on disk, here and on their home nodes.
-        self._commit_waits = 1
-        if self._tx_remote:
-            self._commit_waits += 1
-        stores = self.session.broker.stores
-        if self._batch_needs_sync and stores is not None:
-            self._batch_needs_sync = False
-            self._commit_waits += 1
-            stores.committer.call_when_durable(self._tx_synced)
-        self._commit_step()
+        self.transaction.end_commit(self.publisher.take_sync())
 
-    def _tx_synced(self, error: BaseException | None) -> None:
+    def _committed(self, failure: str | None) -> None:
         if self.closed:
             return
-        if error is not None:
-            self._commit_failed("could not write the transaction to disk")
-            return
-        self._commit_step()
-
-    def _commit_step(self) -> None:
-        """One of what the commit waits for is done; commit-ok once all are."""
-        self._commit_waits -= 1
-        if self._commit_waits:
-            return
-        if self._tx_lost:
-            self._commit_failed("the transaction could not reach the home node of a queue")
-            return
-        self.reply(m.TxCommitOk())
-
-    def _commit_failed(self, text: str) -> None:
-        self._commit_waits = -1  # nothing more of this commit counts
-        self.session.fail_channel(self, AMQPError(ReplyCode.INTERNAL_ERROR, text, (90, 20)))
+        if failure is None:
+            self.reply(m.TxCommitOk())
+        else:
+            self.session.fail_channel(self, AMQPError(ReplyCode.INTERNAL_ERROR, failure, (90, 20)))
 
     def _tx_rollback(self, method: m.TxRollback) -> None:
         if not self.transactional:
             raise precondition_failed("channel is not transactional", method.ids)
-        self._tx_publishes.clear()
-        self._tx_acks.clear()
+        self.transaction.rollback()
         self.reply(m.TxRollbackOk())
 
     # --- closing ------------------------------------------------------------------------------
@@ -991,27 +772,3 @@ class Channel:
 
 def _done(_: object) -> None:
     """What follows a wait whose work is all done by the awaited coroutine."""
-
-
-_MAX_EXPIRATION_MS = 315_360_000_000  # ten years, RabbitMQ's bound on TTLs
-
-
-def _check_expiration(expiration: str, method: tuple[int, int]) -> None:
-    """RabbitMQ refuses a publish whose expiration property is not a non-negative integer."""
-    match = _LEADING_INTEGER.match(expiration)
-    if match is None:
-        reason = "no_integer"
-    elif match.group(2):
-        reason = f'{{leftover_string,"{match.group(2)}"}}'
-    else:
-        value = int(match.group(1))
-        if value < 0:
-            reason = f"{{value_negative,{value}}}"
-        elif value > _MAX_EXPIRATION_MS:
-            reason = f"{{value_too_large,{value}}}"
-        else:
-            return
-    raise precondition_failed(f"invalid expiration '{expiration}': {reason}", method)
-
-
-_LEADING_INTEGER = re.compile(r"([+-]?[0-9]+)(.*)", re.DOTALL)

@@ -178,7 +178,9 @@ class Session:
                     break
                 channel = channels.get(event.channel)  # type: ignore[union-attr]
                 if channel is not None:
-                    self._run(channel, channel.handle_publish, cast(ContentReceived, event))
+                    self._run(
+                        channel, channel.publisher.handle_publish, cast(ContentReceived, event)
+                    )
             elif kind is MethodReceived:
                 self._method(event)  # type: ignore[arg-type]
             elif kind is ChannelFailed:
@@ -191,8 +193,9 @@ class Session:
                 self.transport.write(PROTOCOL_HEADER)
                 self.transport.close()
         for channel in channels.values():
-            if channel.confirming:
-                channel.flush_confirms()
+            publisher = channel.publisher
+            if publisher.confirming:
+                publisher.flush_confirms()
         cap = self.broker.config.max_unconfirmed_per_connection
         if cap and not self.paused_for_confirms and self.unconfirmed() > cap:
             # As RabbitMQ's credit flow: a publisher far ahead of its confirms is read no
@@ -203,9 +206,9 @@ class Session:
     def unconfirmed(self) -> int:
         """Publishes read on this connection in confirm mode and not yet confirmed."""
         return sum(
-            ch.confirms.published - ch.confirms.settled
+            ch.publisher.confirms.published - ch.publisher.confirms.settled
             for ch in self.channels.values()
-            if ch.confirming
+            if ch.publisher.confirming
         )
 
     def confirms_sent(self) -> None:
@@ -345,8 +348,8 @@ class Session:
                 )
         self._handle_held()
         for open_channel in self.channels.values():
-            if open_channel.confirming:
-                open_channel.flush_confirms()
+            if open_channel.publisher.confirming:
+                open_channel.publisher.flush_confirms()
         self._resume_reading()
 
     def _block(self) -> None:
@@ -600,7 +603,7 @@ class Session:
 
     def awaiting_confirms(self) -> bool:
         """Whether a channel owes its publisher confirms for publishes it has read."""
-        return any(channel.awaiting_confirms() for channel in self.channels.values())
+        return any(channel.publisher.awaiting_confirms() for channel in self.channels.values())
 
 
 # Each broker's open connections; the broker's model below them knows nothing of connections.

@@ -115,7 +115,7 @@ def channel_json(channel: Channel, state: ManagementState, node: str) -> dict[st
     session = session_of(channel)
     return {
         "acks_uncommitted": 0,
-        "confirm": channel.confirming,
+        "confirm": channel.publisher.confirming,
         "connection_details": connection_details(session, state),
         "consumer_count": len(channel.consumers),
         "global_prefetch_count": channel.channel_prefetch,
