@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from .amqp.fields import Float32, WireInt
+from .amqp.fields import Float32, LongBytes, WireInt
 
 # ---------------------------------------------------------------------------------------------
 # Field types, as RabbitMQ names them once it has parsed a table.
@@ -63,7 +63,7 @@ def field_type_name(value: Any, declared: str | None = None) -> str:
         return "bool"
     if isinstance(value, int):
         return "signedint" if -(2**31) <= value < 2**31 else "long"
-    if isinstance(value, str):
+    if isinstance(value, (str, LongBytes)):
         return "longstr"
     if isinstance(value, (bytes, bytearray, memoryview)):
         return "binary"

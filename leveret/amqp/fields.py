@@ -74,6 +74,13 @@ class Float32(float):
     __slots__ = ()
 
 
+class LongBytes(bytes):
+    """A long string ('S') that is not UTF-8: bytes here, and an 'S' again when it goes back
+    out (RabbitMQ's long strings are binaries and keep their type), not a byte array ('x')."""
+
+    __slots__ = ()
+
+
 class DecodeError(Exception):
     """Raised when bytes do not form a valid value; callers map it to a protocol error."""
 
@@ -107,7 +114,7 @@ def _decode_longstr_value(buf: bytes, offset: int) -> tuple[str | bytes, int]:
     try:
         return raw.decode("utf-8"), end
     except UnicodeDecodeError:
-        return raw, end
+        return LongBytes(raw), end
 
 
 def decode_value(buf: bytes, offset: int, depth: int = 0) -> tuple[Any, int]:
@@ -255,7 +262,8 @@ def encode_value(value: Any) -> bytes:
     if isinstance(value, str):
         return b"S" + encode_longstr(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return b"x" + encode_longstr(bytes(value))
+        letter = b"S" if type(value) is LongBytes else b"x"
+        return letter + encode_longstr(bytes(value))
     if isinstance(value, dict):
         return b"F" + encode_table(value)
     if isinstance(value, (list, tuple)):

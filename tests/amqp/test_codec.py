@@ -73,6 +73,10 @@ wire_numbers = st.one_of(
         for letter, (fmt, values) in _WIRE_NUMBERS.items()
     )
 )
+# Long strings ('S', UTF-8 or not, as RabbitMQ's are binaries) and byte arrays ('x').
+wire_strings = st.tuples(st.sampled_from([b"S", b"x"]), st.binary(max_size=12)).map(
+    lambda pair: pair[0] + struct.pack(">I", len(pair[1])) + pair[1]
+)
 
 
 def _wire_table(entries: list[tuple[str, bytes]]) -> bytes:
@@ -81,11 +85,16 @@ def _wire_table(entries: list[tuple[str, bytes]]) -> bytes:
 
 
 @given(
-    st.lists(st.tuples(st.text(max_size=10), wire_numbers), max_size=8, unique_by=lambda e: e[0])
+    st.lists(
+        st.tuples(st.text(max_size=10), st.one_of(wire_numbers, wire_strings)),
+        max_size=8,
+        unique_by=lambda e: e[0],
+    )
 )
-def test_numbers_go_back_out_with_the_type_they_came_with(entries) -> None:
+def test_values_go_back_out_with_the_type_they_came_with(entries) -> None:
     """A rewritten header (dead-lettering, BCC, direct reply-to) keeps each number's width,
-    signedness and precision, as RabbitMQ keeps them."""
+    signedness and precision, and a long string that is not UTF-8 stays a long string, as
+    RabbitMQ keeps them."""
     wire = _wire_table(entries)
     decoded, _ = decode_table(wire, 0)
     assert encode_table(decoded) == wire
@@ -93,6 +102,13 @@ def test_numbers_go_back_out_with_the_type_they_came_with(entries) -> None:
         b"A" + struct.pack(">I", sum(len(v) for _, v in entries)) + b"".join(v for _, v in entries)
     )
     assert encode_value(decode_value(array, 0)[0]) == array
+
+
+def test_a_long_string_that_is_not_utf8_goes_back_out_as_a_long_string() -> None:
+    decoded, _ = decode_value(b"S" + struct.pack(">I", 2) + b"\xff\xfe", 0)
+    assert decoded == b"\xff\xfe"
+    assert encode_value(decoded) == b"S" + struct.pack(">I", 2) + b"\xff\xfe"
+    assert field_type_name(decoded) == "longstr"
 
 
 def test_an_unsigned_long_goes_back_out_as_a_long() -> None:
