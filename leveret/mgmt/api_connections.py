@@ -16,7 +16,9 @@ from .connection_view import (
     channel_name,
     connection_json,
     connection_name,
+    consumer_channels,
     consumer_json,
+    with_channel_details,
 )
 from .context import NO_CONTENT, Context, Reply, Route, not_found_unless, ok
 from .errors import not_authorised
@@ -56,17 +58,35 @@ def _listing(
     visible: Callable[[dict[str, Any]], bool],
     **listing: Any,
 ) -> Reply | Awaitable[Reply]:
-    """`local`, with what the other nodes list of `kind` that the caller may see (see
-    cluster_clients): on a node alone, at once."""
+    """`local`, with what the other nodes list of `kind` (see cluster_clients), what the caller
+    may see of them: on a node alone, at once."""
     if not other_nodes(ctx.broker):
         return ok(list_response(local, ctx.query, **listing))
 
     async def merged() -> Reply:
         elsewhere = await clients_elsewhere(ctx.broker)
-        items = local + [item for item in elsewhere[kind] if visible(item)]
-        return ok(list_response(items, ctx.query, **listing))
+        items = local + elsewhere[kind]
+        if kind == "consumers":
+            items = _with_channels(ctx, items, elsewhere)
+        return ok(list_response([item for item in items if visible(item)], ctx.query, **listing))
 
     return merged()
+
+
+def _with_channels(
+    ctx: Context, consumers: list[dict[str, Any]], elsewhere: dict[str, list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """`consumers` with the channel details of those whose queue's home node is not their
+    client's (the client's node knows them: this one, or one of the others)."""
+    ctx.state.observe()
+    here = [
+        channel
+        for session in list(open_sessions(ctx.broker))
+        if not session.closed and session.vhost is not None
+        for channel in list(session.channels.values())
+    ]
+    channels = consumer_channels(here, ctx.state, _node(ctx)) + elsewhere["consumer_channels"]
+    return with_channel_details(consumers, channels)
 
 
 def _owned(ctx: Context, vhost: str | None = None) -> Callable[[dict[str, Any]], bool]:
@@ -206,12 +226,16 @@ def show_channel(ctx: Context) -> Reply | Awaitable[Reply]:
     async def elsewhere() -> Reply:
         found, listed = await _elsewhere(ctx, "channels")
         shown = dict(found)
-        # The consumers of that node's own queues on this channel (those of queues homed
-        # elsewhere are listed by their home nodes, without the channel's name).
+        # The consumers on this channel, whichever node their queues are homed on.
+        here = [
+            consumer_json(consumer, ctx.state, _node(ctx))
+            for vhost in list(ctx.broker.vhosts.values())
+            for queue in list(vhost.queues.values())
+            for consumer in queue.consumers
+        ]
+        consumers = _with_channels(ctx, here + listed["consumers"], listed)
         shown["consumer_details"] = [
-            consumer
-            for consumer in listed["consumers"]
-            if consumer.get("channel_details", {}).get("name") == wanted
+            consumer for consumer in consumers if consumer["channel_details"].get("name") == wanted
         ]
         shown["deliveries"] = []
         shown["publishes"] = []

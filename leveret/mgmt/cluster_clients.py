@@ -13,7 +13,7 @@ from .remote_queue_ops import answered_in_time
 if TYPE_CHECKING:
     from ..broker import Broker
 
-KINDS = ("connections", "channels", "consumers")
+KINDS = ("connections", "channels", "consumers", "consumer_channels")
 
 
 def other_nodes(broker: Broker) -> list[str]:

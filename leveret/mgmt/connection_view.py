@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, cast
 
+from ..queues.remote_consumer import RemoteQueueHandle
 from .json_values import jsonable, rfc3339_millis
 
 if TYPE_CHECKING:
@@ -162,6 +163,50 @@ def consumer_json(consumer: Consumer, state: ManagementState, node: str) -> dict
         "prefetch_count": consumer.prefetch,
         "queue": {"name": queue.name, "vhost": queue.vhost},
     }
+
+
+def consumer_channels(
+    channels: list[Channel], state: ManagementState, node: str
+) -> list[dict[str, Any]]:
+    """The channel details of these channels' consumers of queues homed on other nodes: their
+    home nodes list those consumers knowing only this node (see with_channel_details)."""
+    return [
+        {
+            "queue": {"name": consumer.queue.name, "vhost": consumer.queue.vhost},
+            "consumer_tag": consumer.tag,
+            "channel_details": _channel_details(channel, state, node),
+        }
+        for channel in channels
+        for consumer in list(channel.consumers.values())
+        if isinstance(consumer.queue, RemoteQueueHandle)
+    ]
+
+
+def with_channel_details(
+    consumers: list[dict[str, Any]], channels: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """`consumers`, those whose client is on another node given the details of their channel
+    there, from `channels` (consumer_channels of the nodes the clients are on)."""
+    known = {_consumer_key(item): item["channel_details"] for item in channels}
+    filled = []
+    for consumer in consumers:
+        if "name" not in consumer["channel_details"]:
+            details = known.get(_consumer_key(consumer))
+            if details is not None:
+                consumer = {**consumer, "channel_details": details}
+        filled.append(consumer)
+    return filled
+
+
+def _consumer_key(consumer: dict[str, Any]) -> tuple[str, str, str, str]:
+    """A consumer as the cluster names it: its client's node, its queue and its tag."""
+    queue = consumer["queue"]
+    return (
+        consumer["channel_details"]["node"],
+        queue["vhost"],
+        queue["name"],
+        consumer["consumer_tag"],
+    )
 
 
 def _channel_details(channel: Channel, state: ManagementState, node: str) -> dict[str, Any]:

@@ -12,7 +12,13 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..session import open_sessions
-from .connection_view import channel_json, connection_json, connection_name, consumer_json
+from .connection_view import (
+    channel_json,
+    connection_json,
+    connection_name,
+    consumer_channels,
+    consumer_json,
+)
 from .state import management_state
 
 if TYPE_CHECKING:
@@ -20,7 +26,9 @@ if TYPE_CHECKING:
 
 
 def clients_view(broker: Broker) -> bytes:
-    """{"connections": [...], "channels": [...], "consumers": [...]} as this node lists them."""
+    """{"connections": [...], "channels": [...], "consumers": [...]} as this node lists them,
+    and "consumer_channels": its channels' consumers of queues homed elsewhere, whose home
+    nodes list them without their channel (connection_view.with_channel_details)."""
     state = management_state(broker)
     state.observe()
     node = broker.config.node_name
@@ -36,6 +44,7 @@ def clients_view(broker: Broker) -> bytes:
         "connections": [connection_json(s, state, node) for s in sessions],
         "channels": [channel_json(c, state, node) for c in channels],
         "consumers": consumers,
+        "consumer_channels": consumer_channels(channels, state, node),
     }
     return json.dumps(shown, separators=(",", ":"), default=str).encode()
 

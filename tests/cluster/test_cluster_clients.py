@@ -83,6 +83,37 @@ def test_any_node_lists_and_closes_the_clusters_clients(three: Cluster) -> None:
                 conn.close()
 
 
+def test_a_consumer_through_another_node_is_listed_with_its_channel(three: Cluster) -> None:
+    """The queue is homed on B and its consumer's client is on C: every node lists the
+    consumer with the channel it has on C, as RabbitMQ's management API does."""
+    declare_on(three, B, "channel-of-c")
+    on_c = _connect(three, C, "consumer-on-c")
+    try:
+        channel = on_c.channel()
+        channel.basic_consume("channel-of-c", lambda *_: None, consumer_tag="from-c")
+        channels = _by_given_name(three.nodes[A].http("GET", "/api/connections"))
+        connection = channels["consumer-on-c"]["name"]
+        expected = {
+            "connection_name": connection,
+            "name": f"{connection} (1)",
+            "node": three.nodes[C].name,
+            "number": 1,
+            "peer_host": "127.0.0.1",
+            "peer_port": channels["consumer-on-c"]["peer_port"],
+            "user": "guest",
+        }
+        for asking in three.nodes:
+            consumers = asking.http("GET", "/api/consumers")
+            assert [(c["consumer_tag"], c["channel_details"]) for c in consumers] == [
+                ("from-c", expected)
+            ], asking.name
+            quoted = urllib.parse.quote(expected["name"], safe="")
+            shown = asking.http("GET", f"/api/channels/{quoted}")
+            assert [c["consumer_tag"] for c in shown["consumer_details"]] == ["from-c"]
+    finally:
+        on_c.close()
+
+
 def test_the_overview_counts_the_whole_cluster(three: Cluster) -> None:
     """/api/overview on A counts C's client and the messages of a queue on B, and so does
     /api/vhosts (from the other nodes' gossip reports, a moment late)."""
