@@ -12,12 +12,16 @@ another node hears basic.cancel. The clusters run one after the other, never tog
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import signal
+import subprocess
 import sys
 import time
-from collections.abc import Callable
+import urllib.parse
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pika
@@ -70,12 +74,37 @@ def measure(urls: dict[str, str], seconds: int) -> dict[str, Any]:
         result = _perftest(urls, settings, producer, consumer, seconds)
         figures[name] = result["consumed_msg_s"]
         print(f"  {name}: {result['consumed_msg_s']:.0f} msg/s", flush=True)
-    for rate in LATENCY_RATES:
-        result = _perftest(urls, {"auto_ack": True}, "B", "A", seconds, rate=float(rate))
-        latency = result["latency_us"]
-        figures[f"latency {rate}"] = (latency.get("p50"), latency.get("p99"))
-        print(f"  latency at {rate} msg/s: {figures[f'latency {rate}']} us", flush=True)
+    # One hop (publish on B), none (on A), and a byte relay in front of A ("R").
+    paths = {"latency": "B", "no hop": "A", "relay": "R"}
+    with _relay_to(urls["A"]) as relayed:
+        for rate in LATENCY_RATES:
+            for path, producer in paths.items():
+                settings = {"auto_ack": True, "rate": float(rate)}
+                result = _perftest({**urls, "R": relayed}, settings, producer, "A", seconds)
+                latency = result["latency_us"]
+                figures[f"{path} {rate}"] = (latency.get("p50"), latency.get("p99"))
+                print(f"  {path} at {rate} msg/s: {figures[f'{path} {rate}']} us", flush=True)
     return figures
+
+
+@contextlib.contextmanager
+def _relay_to(url: str) -> Iterator[str]:
+    """`url` through a byte relay of its own process (bench/relay.py)."""
+    parts = urllib.parse.urlsplit(url)
+    relay = subprocess.Popen(
+        [sys.executable, "-m", "bench.relay", str(parts.port)],
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    try:
+        assert relay.stdout is not None
+        port = int(relay.stdout.readline())
+        yield urllib.parse.urlunsplit(
+            parts._replace(netloc=f"{parts.netloc.rsplit(':', 1)[0]}:{port}")
+        )
+    finally:
+        relay.kill()
+        relay.wait()
 
 
 def cancel_seconds(consumer_url: str, declare_url: str, kill: Callable[[], None]) -> float:
@@ -192,6 +221,24 @@ def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int) -> str
     for rate in LATENCY_RATES:
         ours, theirs = leveret[f"latency {rate}"], rabbit[f"latency {rate}"]
         lines.append(f"| {rate:,} msg/s | {ours[0]} / {ours[1]} | {theirs[0]} / {theirs[1]} |")
+    lines += [
+        "",
+        "What the hop is made of, at the same rates: publish and consume both on A (no hop), "
+        "and publish through a byte relay (bench/relay.py, a Python process with uvloop that "
+        "only reads and writes) in front of A: the least a second Python process in the path "
+        "costs.",
+        "",
+        "| p50 / p99 µs | Leveret, no hop | Leveret, through the relay | RabbitMQ, no hop "
+        "| RabbitMQ, through the relay |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for rate in LATENCY_RATES:
+        cells = [
+            f"{figures[f'{path} {rate}'][0]} / {figures[f'{path} {rate}'][1]}"
+            for figures in (leveret, rabbit)
+            for path in ("no hop", "relay")
+        ]
+        lines.append(f"| {rate:,} msg/s | " + " | ".join(cells) + " |")
     lines += [
         "",
         "Latency runs are auto-ack; the producer sleeps until each message is due (it does not "
