@@ -23,6 +23,7 @@ from .connection_view import (
 from .context import NO_CONTENT, Context, Reply, Route, not_found_unless, ok
 from .errors import not_authorised
 from .listing import list_response, select_columns
+from .node_clients import node_sessions, queue_consumers
 
 if TYPE_CHECKING:
     from ..channel import Channel
@@ -51,40 +52,41 @@ def _node(ctx: Context) -> str:
     return ctx.broker.config.node_name
 
 
+# What the other nodes listed, by kind (see cluster_clients).
+Listed = dict[str, list[dict[str, Any]]]
+
+
 def _listing(
     ctx: Context,
     kind: str,
     local: list[dict[str, Any]],
     visible: Callable[[dict[str, Any]], bool],
+    complete: Callable[[Context, list[dict[str, Any]], Listed], list[dict[str, Any]]] | None = None,
     **listing: Any,
 ) -> Reply | Awaitable[Reply]:
-    """`local`, with what the other nodes list of `kind` (see cluster_clients), what the caller
-    may see of them: on a node alone, at once."""
+    """`local`, with what the other nodes list of `kind` (see cluster_clients), `complete`d
+    with the rest of what they said, and what the caller may see of it: on a node alone, at
+    once."""
     if not other_nodes(ctx.broker):
         return ok(list_response(local, ctx.query, **listing))
 
     async def merged() -> Reply:
         elsewhere = await clients_elsewhere(ctx.broker)
         items = local + elsewhere[kind]
-        if kind == "consumers":
-            items = _with_channels(ctx, items, elsewhere)
+        if complete is not None:
+            items = complete(ctx, items, elsewhere)
         return ok(list_response([item for item in items if visible(item)], ctx.query, **listing))
 
     return merged()
 
 
 def _with_channels(
-    ctx: Context, consumers: list[dict[str, Any]], elsewhere: dict[str, list[dict[str, Any]]]
+    ctx: Context, consumers: list[dict[str, Any]], elsewhere: Listed
 ) -> list[dict[str, Any]]:
     """`consumers` with the channel details of those whose queue's home node is not their
     client's (the client's node knows them: this one, or one of the others)."""
     ctx.state.observe()
-    here = [
-        channel
-        for session in list(open_sessions(ctx.broker))
-        if not session.closed and session.vhost is not None
-        for channel in list(session.channels.values())
-    ]
+    here = [channel for s in node_sessions(ctx.broker) for channel in list(s.channels.values())]
     channels = consumer_channels(here, ctx.state, _node(ctx)) + elsewhere["consumer_channels"]
     return with_channel_details(consumers, channels)
 
@@ -227,12 +229,7 @@ def show_channel(ctx: Context) -> Reply | Awaitable[Reply]:
         found, listed = await _elsewhere(ctx, "channels")
         shown = dict(found)
         # The consumers on this channel, whichever node their queues are homed on.
-        here = [
-            consumer_json(consumer, ctx.state, _node(ctx))
-            for vhost in list(ctx.broker.vhosts.values())
-            for queue in list(vhost.queues.values())
-            for consumer in queue.consumers
-        ]
+        here = queue_consumers(ctx.broker, ctx.state)
         consumers = _with_channels(ctx, here + listed["consumers"], listed)
         shown["consumer_details"] = [
             consumer for consumer in consumers if consumer["channel_details"].get("name") == wanted
@@ -260,7 +257,9 @@ def _consumers(ctx: Context, vhosts: list[str]) -> Reply | Awaitable[Reply]:
         in_vhosts = item.get("queue", {}).get("vhost") in vhosts
         return in_vhosts and (user is None or sees_user_objects(ctx.caller, user))
 
-    return _listing(ctx, "consumers", items, visible, pageable=False, default_sort=())
+    return _listing(
+        ctx, "consumers", items, visible, _with_channels, pageable=False, default_sort=()
+    )
 
 
 def list_consumers(ctx: Context) -> Reply | Awaitable[Reply]:

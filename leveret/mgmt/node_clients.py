@@ -23,6 +23,8 @@ from .state import management_state
 
 if TYPE_CHECKING:
     from ..broker import Broker
+    from ..session import Session
+    from .state import ManagementState
 
 
 def clients_view(broker: Broker) -> bytes:
@@ -32,21 +34,31 @@ def clients_view(broker: Broker) -> bytes:
     state = management_state(broker)
     state.observe()
     node = broker.config.node_name
-    sessions = [s for s in list(open_sessions(broker)) if not s.closed and s.vhost is not None]
+    sessions = node_sessions(broker)
     channels = [channel for s in sessions for channel in list(s.channels.values())]
-    consumers: list[dict[str, Any]] = [
+    shown = {
+        "connections": [connection_json(s, state, node) for s in sessions],
+        "channels": [channel_json(c, state, node) for c in channels],
+        "consumers": queue_consumers(broker, state),
+        "consumer_channels": consumer_channels(channels, state, node),
+    }
+    return json.dumps(shown, separators=(",", ":"), default=str).encode()
+
+
+def node_sessions(broker: Broker) -> list[Session]:
+    """This node's open client connections."""
+    return [s for s in list(open_sessions(broker)) if not s.closed and s.vhost is not None]
+
+
+def queue_consumers(broker: Broker, state: ManagementState) -> list[dict[str, Any]]:
+    """The consumers of this node's queues, whichever node their clients use."""
+    node = broker.config.node_name
+    return [
         consumer_json(consumer, state, node)
         for vhost in list(broker.vhosts.values())
         for queue in list(vhost.queues.values())
         for consumer in queue.consumers
     ]
-    shown = {
-        "connections": [connection_json(s, state, node) for s in sessions],
-        "channels": [channel_json(c, state, node) for c in channels],
-        "consumers": consumers,
-        "consumer_channels": consumer_channels(channels, state, node),
-    }
-    return json.dumps(shown, separators=(",", ":"), default=str).encode()
 
 
 def close_connection(broker: Broker, name: str, reason: str) -> bool:
