@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .amqp import methods as m
 from .amqp.errors import AMQPError, ReplyCode, precondition_failed
@@ -16,17 +17,54 @@ from .message import Message, check_properties, sender_selected
 from .queues import queue_type
 
 if TYPE_CHECKING:
-    from .channel import Channel
+    from .broker import Broker
     from .queues.classic import ClassicQueue
     from .queues.queue_type import QueueRef
     from .queues.remote import HomeLink
-    from .transaction import WhenDurable
+    from .transaction import Transaction, WhenDurable
+    from .vhost import VirtualHost
+
+
+class PublishingSession(Protocol):
+    """The connection of a publisher's channel, as far as the publisher looks at it."""
+
+    broker: Broker
+    username: str
+    frame_max: int
+    paused_for_confirms: bool
+    publishes_to_congested_queue: bool
+
+    def write(self, data: bytes) -> None: ...
+
+    def throttle(self, queue: ClassicQueue | HomeLink) -> None: ...
+
+    def confirms_sent(self) -> None: ...
+
+
+class PublishingChannel(Protocol):
+    """The channel a publisher belongs to, as far as the publisher looks at it."""
+
+    @property
+    def session(self) -> PublishingSession: ...
+
+    vhost: VirtualHost
+    number: int
+    closed: bool
+    transactional: bool
+    transaction: Transaction
+    reply_consumer: tuple[str, str] | None
+
+    def check_access(self, kind: str, resource_kind: str, name: str, method: m.Method) -> None: ...
+
+    def reply(self, method: m.Method) -> None: ...
+
+    def wait_then(self, pending: Awaitable[Any], then: Callable[[Any], None]) -> None: ...
 
 
 class ChannelPublisher:
     """The publishing side of one channel (see the module docstring)."""
 
-    def __init__(self, channel: Channel) -> None:
+    def __init__(self, channel: PublishingChannel) -> None:
         self._channel = channel
         self.session = channel.session
         self.confirming = False  # confirm mode (confirm.select)
