@@ -537,31 +537,6 @@ def status(client: Client, args: argparse.Namespace) -> int:
     return EX_OK
 
 
-def cluster_status(client: Client, args: argparse.Namespace) -> int:
-    nodes = client.call("GET", "/api/nodes")
-    name = client.call("GET", "/api/cluster-name").get("name")
-    running = [n["name"] for n in nodes if n.get("running")]
-    report = {
-        "cluster_name": name,
-        "disk_nodes": [n["name"] for n in nodes if n.get("type") == "disc"],
-        "ram_nodes": [n["name"] for n in nodes if n.get("type") == "ram"],
-        "running_nodes": running,
-        "alarms": [],
-        "partitions": {},
-    }
-    if getattr(args, "formatter", "table") == "json":
-        print(json.dumps(report))
-        return EX_OK
-    print_done(args, "Cluster status of node ...")
-    print(
-        f"Basics\n\nCluster name: {name}\n\nDisk Nodes\n\n"
-        + "\n".join(report["disk_nodes"])
-        + "\n\nRunning Nodes\n\n"
-        + "\n".join(running)
-    )
-    return EX_OK
-
-
 def export_definitions(client: Client, args: argparse.Namespace) -> int:
     document = client.call("GET", "/api/definitions")
     text = json.dumps(document)
@@ -627,7 +602,6 @@ COMMANDS: dict[str, Callable[[Client, argparse.Namespace], int]] = {
     "purge_queue": purge_queue,
     "delete_queue": delete_queue,
     "status": status,
-    "cluster_status": cluster_status,
     "federation_status": federation_status,
     "restart_federation_link": restart_federation_link,
     "export_definitions": export_definitions,
@@ -770,7 +744,6 @@ def _fill_ctl_parser(ctl: argparse.ArgumentParser) -> None:
     parser.add_argument("-e", "--if-empty", action="store_true")
     parser.add_argument("-u", "--if-unused", action="store_true")
     command("status", "the node's status")
-    command("cluster_status", "the cluster's members")
     parser = command("federation_status", "the federation links and their state")
     parser.add_argument("--only-down", action="store_true", help="only links that are not running")
     parser = command("restart_federation_link", "reconnect a federation link")
