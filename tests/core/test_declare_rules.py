@@ -29,9 +29,9 @@ from leveret.declare_rules import (
     name_fits,
     server_named_queue_name,
     strip_cr_lf,
-    validate_queue_arguments,
 )
 from leveret.exchanges import exchange_type
+from leveret.queue_arguments import validate_queue_arguments
 
 
 def error_of(action: Callable[[], Any]) -> tuple[int, str, tuple[int, int]]:
@@ -768,7 +768,7 @@ def test_new_queue_argument_errors(
     ],
 )
 def test_new_queue_accepted_arguments(arguments: dict[str, Any]) -> None:
-    validate_queue_arguments("q", arguments)
+    validate_queue_arguments("queue 'q' in vhost '/'", arguments, None, (50, 10))
     assert (
         check_queue_declare("q", QueueDecl(arguments=arguments), passive=False, existing=None)
         is True
