@@ -160,6 +160,7 @@ class Session:
 
     def _handle_events(self, events: list[Event]) -> None:
         channels = self.channels
+        published = False
         for index, event in enumerate(events):
             if self.closed:
                 break
@@ -178,6 +179,7 @@ class Session:
                     break
                 channel = channels.get(event.channel)  # type: ignore[union-attr]
                 if channel is not None:
+                    published = True
                     self._run(
                         channel, channel.publisher.handle_publish, cast(ContentReceived, event)
                     )
@@ -196,6 +198,8 @@ class Session:
             publisher = channel.publisher
             if publisher.confirming:
                 publisher.flush_confirms()
+        if not published:
+            return  # (the sum below walks every channel: a consumer's acks need not pay it)
         cap = self.broker.config.max_unconfirmed_per_connection
         if cap and not self.paused_for_confirms and self.unconfirmed() > cap:
             # As RabbitMQ's credit flow: a publisher far ahead of its confirms is read no
