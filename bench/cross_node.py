@@ -16,11 +16,12 @@ import contextlib
 import os
 import platform
 import signal
+import statistics
 import subprocess
 import sys
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,23 +69,41 @@ def _perftest(
     return run_perftest(config)
 
 
-def measure(urls: dict[str, str], seconds: int) -> dict[str, Any]:
-    figures: dict[str, Any] = {}
-    for name, (settings, producer, consumer) in THROUGHPUT.items():
-        result = _perftest(urls, settings, producer, consumer, seconds)
-        figures[name] = result["consumed_msg_s"]
-        print(f"  {name}: {result['consumed_msg_s']:.0f} msg/s", flush=True)
+def measure(urls: dict[str, str], seconds: int, rounds: int) -> dict[str, Any]:
+    """Each scenario `rounds` times, in rounds over all of them (so that a slower minute of
+    the machine falls on every scenario alike): the median, and the lowest and highest."""
+    samples: dict[str, list[Any]] = {}
     # One hop (publish on B), none (on A), and a byte relay in front of A ("R").
     paths = {"latency": "B", "no hop": "A", "relay": "R"}
     with _relay_to(urls["A"]) as relayed:
-        for rate in LATENCY_RATES:
-            for path, producer in paths.items():
-                settings = {"auto_ack": True, "rate": float(rate)}
-                result = _perftest({**urls, "R": relayed}, settings, producer, "A", seconds)
-                latency = result["latency_us"]
-                figures[f"{path} {rate}"] = (latency.get("p50"), latency.get("p99"))
-                print(f"  {path} at {rate} msg/s: {figures[f'{path} {rate}']} us", flush=True)
+        for round_number in range(1, rounds + 1):
+            print(f"  round {round_number} of {rounds}", flush=True)
+            for name, (settings, producer, consumer) in THROUGHPUT.items():
+                result = _perftest(urls, settings, producer, consumer, seconds)
+                samples.setdefault(name, []).append(result["consumed_msg_s"])
+                print(f"    {name}: {result['consumed_msg_s']:.0f} msg/s", flush=True)
+            for rate in LATENCY_RATES:
+                for path, producer in paths.items():
+                    settings = {"auto_ack": True, "rate": float(rate)}
+                    result = _perftest({**urls, "R": relayed}, settings, producer, "A", seconds)
+                    latency = result["latency_us"]
+                    pair = (latency.get("p50"), latency.get("p99"))
+                    samples.setdefault(f"{path} {rate}", []).append(pair)
+                    print(f"    {path} at {rate} msg/s: {pair} us", flush=True)
+    figures: dict[str, Any] = {}
+    for name in THROUGHPUT:
+        figures[name] = statistics.median(samples[name])
+        figures[f"{name} range"] = (min(samples[name]), max(samples[name]))
+    for key, pairs in samples.items():
+        if key not in THROUGHPUT:
+            figures[key] = tuple(_median(pair[index] for pair in pairs) for index in (0, 1))
     return figures
+
+
+def _median(values: Iterable[float | None]) -> int | None:
+    """The median of the values a run gave (a run with too few messages gives None)."""
+    known = [value for value in values if value is not None]
+    return round(statistics.median(known)) if known else None
 
 
 @contextlib.contextmanager
@@ -141,29 +160,29 @@ def _mode(scenario: str) -> str:
     return scenario.rsplit(", ", 1)[1]
 
 
-def leveret_run(seconds: int) -> dict[str, Any]:
+def leveret_run(seconds: int, rounds: int) -> dict[str, Any]:
     print("Leveret, standalone node", flush=True)
     single = BenchCluster(1)
     try:
         single.nodes[0].start()
         url = single.nodes[0].amqp_url
-        baseline = {
-            _mode(name): run_perftest(
-                PerfTestConfig(
-                    uri=url, queue=QUEUE, size=100, duration=seconds, warmup=2, **settings
-                )
-            )["consumed_msg_s"]
-            for name, (settings, _, _) in THROUGHPUT.items()
-            if "consume A" in name
-        }
-        print(f"  {baseline}", flush=True)
+        runs: dict[str, list[float]] = {}
+        for _ in range(rounds):
+            for name, (settings, _, _) in THROUGHPUT.items():
+                if "consume A" in name:
+                    config = PerfTestConfig(
+                        uri=url, queue=QUEUE, size=100, duration=seconds, warmup=2, **settings
+                    )
+                    runs.setdefault(_mode(name), []).append(run_perftest(config)["consumed_msg_s"])
+        print(f"  {runs}", flush=True)
+        baseline = {mode: statistics.median(values) for mode, values in runs.items()}
     finally:
         single.stop()
     print("Leveret, 3 nodes", flush=True)
     cluster = BenchCluster(3).form()
     try:
         urls = {"A": cluster.nodes[0].amqp_url, "B": cluster.nodes[1].amqp_url}
-        figures = measure(urls, seconds)
+        figures = measure(urls, seconds, rounds)
         figures["cancel"] = cancel_seconds(urls["B"], urls["A"], cluster.nodes[0].kill)
         figures["baseline"] = baseline
         return figures
@@ -171,12 +190,12 @@ def leveret_run(seconds: int) -> dict[str, Any]:
         cluster.stop()
 
 
-def rabbitmq_run(seconds: int) -> dict[str, Any]:
+def rabbitmq_run(seconds: int, rounds: int) -> dict[str, Any]:
     print("RabbitMQ, 3 nodes", flush=True)
     cluster = start_rabbitmq_cluster(3)
     try:
         urls = {"A": cluster.nodes[0].url, "B": cluster.nodes[1].url}
-        figures = measure(urls, seconds)
+        figures = measure(urls, seconds, rounds)
         home = cluster.nodes[0]
         figures["cancel"] = cancel_seconds(
             urls["B"], urls["A"], lambda: os.killpg(home.pid, signal.SIGKILL)
@@ -186,7 +205,7 @@ def rabbitmq_run(seconds: int) -> dict[str, Any]:
         cluster.stop()
 
 
-def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int) -> str:
+def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int, rounds: int) -> str:
     lines = [
         START_MARK,
         "## Cross-node messaging, 3-node clusters (bench/cross_node.py)",
@@ -194,7 +213,9 @@ def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int) -> str
         f"Queue on node A; 1 producer, 1 consumer, 100 B, transient, {seconds} s measured after "
         f"2 s warm-up; loopback on one machine ({platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}); RabbitMQ {rabbitmq_version()} as a 3-node "
-        "cluster started the same way. Load from bench/perftest.py.",
+        "cluster started the same way. Load from bench/perftest.py. Every figure is the "
+        f"median of {rounds} runs, made in rounds over all the scenarios; the lowest and "
+        "highest of the runs are in brackets.",
         "",
         "| scenario | Leveret msg/s | RabbitMQ msg/s | Leveret / RabbitMQ "
         "| Leveret / its single node |",
@@ -206,7 +227,8 @@ def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int) -> str
         alone = baseline.get(_mode(name))
         single = f"{ours / alone:.2f}x" if alone else "-"
         lines.append(
-            f"| {name} | {ours:,.0f} | {theirs:,.0f} | {ours / max(theirs, 1):.2f}x | {single} |"
+            f"| {name} | {ours:,.0f} {_range(leveret, name)} | {theirs:,.0f} "
+            f"{_range(rabbit, name)} | {ours / max(theirs, 1):.2f}x | {single} |"
         )
     lines += [
         "",
@@ -252,6 +274,11 @@ def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int) -> str
     return "\n".join(lines)
 
 
+def _range(figures: dict[str, Any], name: str) -> str:
+    low, high = figures[f"{name} range"]
+    return f"({low / 1000:,.1f}k-{high / 1000:,.1f}k)"
+
+
 def _seconds(value: float) -> str:
     return f"{value:.2f} s" if value != float("inf") else "none within 60 s"
 
@@ -259,11 +286,14 @@ def _seconds(value: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cross_node", description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=int, default=8, help="measured seconds per run")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="runs of every scenario; the median is reported"
+    )
     parser.add_argument("--write", action="store_true", help="update bench/RESULTS.md")
     args = parser.parse_args(argv)
-    leveret = leveret_run(args.seconds)
-    rabbit = rabbitmq_run(args.seconds)
-    section = report(leveret, rabbit, args.seconds)
+    leveret = leveret_run(args.seconds, args.rounds)
+    rabbit = rabbitmq_run(args.seconds, args.rounds)
+    section = report(leveret, rabbit, args.seconds, args.rounds)
     print(section)
     if args.write:
         write_section(SECTION, section)
