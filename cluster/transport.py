@@ -60,6 +60,10 @@ _CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 2000),
+    # By default gRPC shares one connection per address between a process's channels, backoff
+    # included: a channel made to ask a node that just came back (see own_channel) would fail
+    # at once for as long as the shared channel to that node waits out its backoff.
+    ("grpc.use_local_subchannel_pool", 1),
 ]
 
 
