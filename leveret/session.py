@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from . import __version__
 from .amqp import methods as m
 from .amqp.connection import (
+    AcksReceived,
     BadProtocolHeader,
     ChannelFailed,
     ConnectionFailed,
@@ -183,6 +184,8 @@ class Session:
                     self._run(
                         channel, channel.publisher.handle_publish, cast(ContentReceived, event)
                     )
+            elif kind is AcksReceived:
+                self._acks(event)  # type: ignore[arg-type]
             elif kind is MethodReceived:
                 self._method(event)  # type: ignore[arg-type]
             elif kind is ChannelFailed:
@@ -370,6 +373,15 @@ class Session:
             handler(event.method, event.header, event.body)
         except AMQPError as error:
             self._handle_error(channel.number, error)
+
+    def _acks(self, event: AcksReceived) -> None:
+        channel = self.channels.get(event.channel)
+        if channel is None:
+            return
+        try:
+            channel.ack_each(event.delivery_tags)
+        except AMQPError as error:
+            self._handle_error(event.channel, error)
 
     def _method(self, event: MethodReceived) -> None:
         number, method = event.channel, event.method

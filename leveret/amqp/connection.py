@@ -57,6 +57,16 @@ class MethodReceived:
 
 
 @dataclass(slots=True)
+class AcksReceived:
+    """basic.ack frames, each for one delivery (not `multiple`), one after the other on one
+    channel: what a consumer that acknowledges every message sends. They are handled in a row,
+    as their frames would be one at a time, without a method object and a dispatch each."""
+
+    channel: int
+    delivery_tags: list[int]
+
+
+@dataclass(slots=True)
 class ContentReceived:
     """A complete content-bearing method (basic.publish): method, raw header payload, body."""
 
@@ -86,6 +96,7 @@ Event = (
     ProtocolHeaderReceived
     | BadProtocolHeader
     | MethodReceived
+    | AcksReceived
     | ContentReceived
     | ChannelFailed
     | ConnectionFailed
@@ -251,7 +262,14 @@ class ServerConnection:
                 and channel not in assemblies
             ):
                 tag, bits = _UNPACK_QB(payload, 4)
-                events.append(MethodReceived(channel, m.BasicAck(tag, bool(bits & 1))))
+                if bits & 1:
+                    events.append(MethodReceived(channel, m.BasicAck(tag, True)))
+                    continue
+                last = events[-1] if events else None
+                if type(last) is AcksReceived and last.channel == channel:
+                    last.delivery_tags.append(tag)
+                else:
+                    events.append(AcksReceived(channel, [tag]))
             elif (
                 kind == FRAME_METHOD
                 and payload.startswith(_PUBLISH_IDS)

@@ -20,6 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from leveret.amqp import methods as m
 from leveret.amqp.connection import (
+    AcksReceived,
     BadProtocolHeader,
     ChannelFailed,
     ChannelState,
@@ -400,6 +401,10 @@ class ConnectionMachine(RuleBasedStateMachine):
             self.close_ok_queued.discard(event.channel)
         elif isinstance(event, MethodReceived):
             self._check_method(event.channel, event.method)
+        elif isinstance(event, AcksReceived):
+            assert event.delivery_tags
+            for tag in event.delivery_tags:
+                self._check_method(event.channel, m.BasicAck(tag, False))
         elif isinstance(event, ContentReceived):
             assert self.opened and not self.failed
             assert self.channels.get(event.channel) is ChannelState.OPEN

@@ -522,6 +522,32 @@ def test_server_cancel_only_with_consumer_cancel_notify(
         raw.close()
 
 
+def test_acks_in_one_read_count_up_to_an_unknown_tag(
+    conn: pika.BlockingConnection, target: Target, queue_name: str
+) -> None:
+    """A consumer's acks arrive many to a read: those before an unknown tag count, the channel
+    closes on it, and the acks after it on that channel count for nothing."""
+    conn.channel().queue_declare(queue_name)
+    publish(conn, queue_name, 4)
+    raw = _raw_consumer(target.port, queue_name, {})
+    try:
+        tags = []
+        for _ in range(4):
+            delivered = _methods_until(raw, m.BasicDeliver)[-1]
+            tags.append(delivered.delivery_tag)  # type: ignore[attr-defined]
+        acks = [method_frame(1, m.BasicAck(tag)) for tag in (tags[0], tags[1], 99, tags[2])]
+        raw.send(b"".join(acks))
+        close = _methods_until(raw, m.ChannelClose)[-1]
+        assert close == m.ChannelClose(406, "PRECONDITION_FAILED - unknown delivery tag 99", 60, 80)
+        raw.send(method_frame(1, m.ChannelCloseOk()))
+        # The third and fourth deliveries were not acknowledged: the closed channel gave them back.
+        wait_for(lambda: ready(conn, queue_name) == 2)
+        left = [conn.channel().basic_get(queue_name, auto_ack=True)[2] for _ in range(2)]
+        assert left == [b"2", b"3"]
+    finally:
+        raw.close()
+
+
 def test_cancel_keeps_unacked_messages_with_the_channel(
     conn: pika.BlockingConnection, queue_name: str
 ) -> None:
