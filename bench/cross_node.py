@@ -4,7 +4,8 @@ A queue lives on node A. Throughput (1 producer, 1 consumer, 100 B) with the pub
 the consumer on A, then both on B, auto-ack and with confirms plus manual acks (prefetch 100);
 the same on one standalone Leveret node as the baseline; latency p50/p99 through one hop at 1k
 and 10k msg/s; and the time from SIGKILL of the home node until a consumer of its queue on
-another node hears basic.cancel. The clusters run one after the other, never together.
+another node hears basic.cancel. The clusters run one after the other, never together; each
+runs every scenario three times (--rounds), and the medians are reported.
 
     .venv/bin/python -m bench.cross_node --write
 """
