@@ -261,3 +261,44 @@ def test_the_home_node_confirms_what_is_waited_for_and_says_when_a_queue_congest
     confirms = [confirm for down in peer.downs_until_reply() for confirm in down.confirms]
     assert [(c.upto, c.congested) for c in confirms] == [(1505, False)]
     peer.sock.close()
+
+
+def test_a_consumers_window_leaves_the_home_node_in_pieces_in_order(two: Cluster) -> None:
+    # Written as one batch, a whole prefetch window travels as one lump and the two nodes take
+    # turns waiting for each other; in pieces, the client's node starts on the first at once.
+    queue = "plane-pieces"
+    declare_on_a(two, queue)
+    peer = Peer(two, two.nodes[A], two.nodes[B].name)
+    bodies = [b"m%d" % n for n in range(200)]
+    publish_all = []
+    for publish, body in zip(publishes(queue, len(bodies)), bodies, strict=True):
+        publish_all.append(queues_pb2.Publish(body=body))
+        publish_all[-1].MergeFrom(publish)
+    peer.send(queues_pb2.Up(publishes=publish_all))
+    peer.send(status(queue, 1))
+    assert peer.downs_until_reply()[-1].replies[0].message_count == 200
+
+    subscribe = queues_pb2.Subscribe(
+        consumer=7, vhost="/", queue=queue, tag="pieces", prefetch=150, credit=1000
+    )
+    peer.send(queues_pb2.Up(subscribes=[subscribe]))
+    pieces: list[list[Any]] = []
+    subscribed_first = None
+    while sum(len(piece) for piece in pieces) < 150:
+        down = peer.next_frame()
+        if down.subscribed and subscribed_first is None:
+            subscribed_first = not pieces
+        if down.deliveries:
+            pieces.append(list(down.deliveries))
+    assert subscribed_first, "basic.consume-ok must reach the client before its deliveries"
+    assert len(pieces) >= 4 and max(len(piece) for piece in pieces) <= 40
+    delivered = [delivery for piece in pieces for delivery in piece]
+    assert [d.body for d in delivered] == bodies[:150]  # the prefetch holds: 150, not 200
+
+    # Settled, they make room for the other 50, which come the same way.
+    peer.send(queues_pb2.Up(settles=[queues_pb2.Settle(deliveries=[d.id for d in delivered])]))
+    rest: list[Any] = []
+    while len(rest) < 50:
+        rest.extend(peer.next_frame().deliveries)
+    assert [d.body for d in rest] == bodies[150:]
+    peer.sock.close()
