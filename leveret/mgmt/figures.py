@@ -1,9 +1,9 @@
 """The numbers the API and metrics show, read from the node's model in one place.
 
 Everything that reaches into queues, channels and sessions for counts lives here, so the rest of
-the management layer deals in plain frozen figures. Where the core does not count something yet
-(message bytes, basic.get separately from deliveries), this module derives it as described at
-each function.
+the management layer deals in plain frozen figures. Where the core does not count something
+(unacknowledged messages' bytes, basic.get separately from deliveries), this module derives it as
+described at each function.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..queues.classic import ClassicQueue
 from ..session import open_sessions
@@ -103,24 +103,16 @@ class _Held:
 class QueueReader:
     """Figures for every queue of a broker, computed together (one pass over the channels).
 
-    Ready-message bytes come from the queue's own `ready_bytes` when the core keeps it; until
-    then they are summed over the queue's entries, and the sum is reused while the queue's
-    counters have not moved.
+    Ready messages' bytes and persistence are the queue's own counters: a reading never walks
+    a queue's messages, however many it holds.
     """
-
-    def __init__(self) -> None:
-        self._ready_cache: dict[int, tuple[tuple[int, ...], _Held]] = {}
 
     def read(self, broker: Broker) -> dict[ClassicQueue, QueueFigures]:
         unacked = self._unacked_by_queue(broker)
         figures: dict[ClassicQueue, QueueFigures] = {}
-        live: set[int] = set()
         for vhost in broker.vhosts.values():
             for queue in vhost.queues.values():
-                live.add(id(queue))
                 figures[queue] = self._figures(queue, unacked.get(queue))
-        for key in [key for key in self._ready_cache if key not in live]:
-            del self._ready_cache[key]
         return figures
 
     def read_some(
@@ -190,7 +182,6 @@ class QueueReader:
         return held
 
     def _figures(self, queue: ClassicQueue, unacked: _Held | None) -> QueueFigures:
-        ready = self._ready(queue)
         unacked = unacked or _Held()
         delivered = queue.delivered_total
         gets = _counter(queue, "get_total")
@@ -201,10 +192,10 @@ class QueueReader:
             ready_in_memory=getattr(queue, "in_memory_count", queue.message_count),
             # The queue's own count includes basic.get deliveries not yet acknowledged.
             unacked=max(queue.unacked, unacked.count),
-            ready_bytes=ready.size,
+            ready_bytes=queue.ready_bytes,
             unacked_bytes=unacked.size,
-            persistent=ready.persistent + unacked.persistent,
-            persistent_bytes=ready.persistent_bytes + unacked.persistent_bytes,
+            persistent=queue.ready_persistent + unacked.persistent,
+            persistent_bytes=queue.ready_persistent_bytes + unacked.persistent_bytes,
             publish=queue.published_total,
             deliver_get=delivered,
             deliver=max(delivered - gets - no_ack_deliveries - no_ack_gets, 0),
@@ -215,40 +206,6 @@ class QueueReader:
             ack=queue.acked_total,
             redeliver=queue.redelivered_total,
         )
-
-    def _ready(self, queue: ClassicQueue) -> _Held:
-        """Ready messages' bytes and persistence. Messages beyond the in-memory window are on
-        disk only; their persistence (and, if the queue does not count bytes, their sizes) is
-        taken to be like that of the messages in memory."""
-        version = (
-            queue.published_total,
-            queue.delivered_total,
-            queue.redelivered_total,
-            queue.message_count,
-        )
-        cached = self._ready_cache.get(id(queue))
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        held = _Held()
-        for entry in _ready_entries(queue):
-            held.add(entry.message)
-        paged_out = queue.message_count - held.count
-        if paged_out > 0 and held.count:
-            held.size += held.size * paged_out // held.count
-            held.persistent_bytes += held.persistent_bytes * paged_out // held.count
-            held.persistent += held.persistent * paged_out // held.count
-        held.count = queue.message_count
-        kept = getattr(queue, "ready_bytes", None)
-        if isinstance(kept, int):
-            held.size = kept
-        self._ready_cache[id(queue)] = (version, held)
-        return held
-
-
-def _ready_entries(queue: ClassicQueue) -> Iterable[Any]:
-    """The queue's ready entries held in memory; the core has no public iterator for them yet."""
-    yield from getattr(queue, "_ready", ())
-    yield from getattr(queue, "_returned", ())
 
 
 def total(figures: Iterable[QueueFigures]) -> QueueFigures:

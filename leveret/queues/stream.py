@@ -77,6 +77,8 @@ class StreamQueue(ClassicQueue):
         self.first_offset = spans[0].first_seq - 1 if spans else self.next_offset
         self.log_bytes = sum(span.size for span in spans)
         self.ready_bytes = self.log_bytes
+        # A stream's messages show in management by count and bytes, none as persistent.
+        self.ready_persistent = self.ready_persistent_bytes = 0
         # Append time of each segment's first message: what retention by age and timestamp
         # offsets search by, without reading the log.
         self._first_timestamps: dict[int, int] = {}
