@@ -61,7 +61,7 @@ class Message:
 
     @property
     def persistent(self) -> bool:
-        return self.properties.delivery_mode == 2
+        return self.has_flags and self.properties.delivery_mode == 2
 
     @property
     def has_flags(self) -> bool:

@@ -80,10 +80,6 @@ def _counter(queue: ClassicQueue, name: str) -> int:
     return value if isinstance(value, int) else 0
 
 
-def _persistent(message: Message) -> bool:
-    return message.has_flags and message.persistent
-
-
 @dataclass(slots=True)
 class _Held:
     count: int = 0
@@ -95,7 +91,7 @@ class _Held:
         self.count += 1
         size = len(message.body)
         self.size += size
-        if _persistent(message):
+        if message.persistent:
             self.persistent += 1
             self.persistent_bytes += size
 

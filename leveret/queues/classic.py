@@ -347,12 +347,15 @@ class ClassicQueue:
 
     def _append_ready(self, entry: QueueEntry) -> None:
         self._ready.append(entry)
-        message = entry.message
+        self._count_ready(entry.message, 1)
+
+    def _count_ready(self, message: Message, sign: int) -> None:
+        """A message joined (1) or left (-1) the ready ones: their bytes and persistence."""
         size = len(message.body)
-        self.ready_bytes += size
-        if message.has_flags and message.persistent:
-            self.ready_persistent += 1
-            self.ready_persistent_bytes += size
+        self.ready_bytes += sign * size
+        if message.persistent:
+            self.ready_persistent += sign
+            self.ready_persistent_bytes += sign * size
 
     def _would_overflow(self, size: int) -> bool:
         settings = self.settings
@@ -483,12 +486,7 @@ class ClassicQueue:
             if not ready:
                 return None
             entry = ready.popleft()
-        message = entry.message
-        size = len(message.body)
-        self.ready_bytes -= size
-        if message.has_flags and message.persistent:
-            self.ready_persistent -= 1
-            self.ready_persistent_bytes -= size
+        self._count_ready(entry.message, -1)
         return entry
 
     def _pop(self) -> QueueEntry | None:
@@ -587,12 +585,7 @@ class ClassicQueue:
         for entry in entries:
             entry.redelivered = True
             heapq.heappush(returned, entry)
-            message = entry.message
-            size = len(message.body)
-            self.ready_bytes += size
-            if message.has_flags and message.persistent:
-                self.ready_persistent += 1
-                self.ready_persistent_bytes += size
+            self._count_ready(entry.message, 1)
         self.unacked -= len(entries)
         if not self.deleted:
             self.dispatch()
