@@ -20,6 +20,7 @@ class Message:
         "_properties",
         "body",
         "exchange",
+        "has_flags",
         "header",
         "routing_key",
         "stored_body",
@@ -36,6 +37,9 @@ class Message:
         self.exchange = exchange
         self.routing_key = routing_key
         self.header = header  # the content header payload exactly as the publisher sent it
+        # Whether any property is set at all (most benchmark traffic has none): read several
+        # times per message, so worked out once.
+        self.has_flags = len(header) > 14 or header[12:14] != b"\x00\x00"
         self.body = body
         # What queue stores write for the body: the body, or a reference to its one copy in the
         # vhost's shared store when a large body goes to several durable queues.
@@ -62,11 +66,6 @@ class Message:
     @property
     def persistent(self) -> bool:
         return self.has_flags and self.properties.delivery_mode == 2
-
-    @property
-    def has_flags(self) -> bool:
-        """Whether any property is set at all (most benchmark traffic has none)."""
-        return len(self.header) > 14 or self.header[12:14] != b"\x00\x00"
 
     def validate(self) -> None:
         """Decode properties now, so that a malformed header fails the publish, not a delivery."""

@@ -164,6 +164,10 @@ class ClassicQueue:
         self.deleted = False
         self.deleted_message_count = 0  # the ready messages it held when deleted
         self.unacked = 0
+        # The body bytes of those, and the persistent ones among them (see ready_persistent).
+        self.unacked_bytes = 0
+        self.unacked_persistent = 0
+        self.unacked_persistent_bytes = 0
         self.had_consumers = False
         self.decorators: list[QueueDecorator] = []
         # Called when an auto-delete queue loses its last consumer, or an x-expires queue expires.
@@ -357,6 +361,14 @@ class ClassicQueue:
             self.ready_persistent += sign
             self.ready_persistent_bytes += sign * size
 
+    def _count_unacked(self, message: Message, sign: int) -> None:
+        """The same for the messages delivered and not yet settled."""
+        size = len(message.body)
+        self.unacked_bytes += sign * size
+        if message.persistent:
+            self.unacked_persistent += sign
+            self.unacked_persistent_bytes += sign * size
+
     def _would_overflow(self, size: int) -> bool:
         settings = self.settings
         if settings.max_length is not None and self.message_count >= settings.max_length:
@@ -504,6 +516,12 @@ class ClassicQueue:
                 self.store.ack(entry.seq)  # type: ignore[union-attr]
         else:
             self.unacked += 1
+            # (_count_unacked written out: a call less on every delivery and ack)
+            message = entry.message
+            self.unacked_bytes += len(message.body)
+            if message.has_flags and message.persistent:
+                self.unacked_persistent += 1
+                self.unacked_persistent_bytes += len(message.body)
             consumer.in_flight += 1
             if entry.stored:
                 self.store.mark_delivered(entry.seq)  # type: ignore[union-attr]
@@ -552,6 +570,7 @@ class ClassicQueue:
                     self.store.ack(entry.seq)  # type: ignore[union-attr]
             else:
                 self.unacked += 1
+                self._count_unacked(entry.message, 1)
                 if entry.stored:
                     self.store.mark_delivered(entry.seq)  # type: ignore[union-attr]
         return entry
@@ -559,6 +578,11 @@ class ClassicQueue:
     def settle(self, entry: QueueEntry) -> None:
         """A delivered message acknowledged: it is gone."""
         self.unacked -= 1
+        message = entry.message
+        self.unacked_bytes -= len(message.body)
+        if message.has_flags and message.persistent:
+            self.unacked_persistent -= 1
+            self.unacked_persistent_bytes -= len(message.body)
         self.acked_total += 1
         if entry.stored and self.store is not None:
             self.store.ack(entry.seq)
@@ -566,6 +590,7 @@ class ClassicQueue:
     def reject(self, entry: QueueEntry) -> None:
         """A delivered message rejected without requeue: gone, or dead-lettered as rejected."""
         self.unacked -= 1
+        self._count_unacked(entry.message, -1)
         self._discard(entry, "rejected")
 
     def _discard(self, entry: QueueEntry, reason: str) -> None:
@@ -586,6 +611,7 @@ class ClassicQueue:
             entry.redelivered = True
             heapq.heappush(returned, entry)
             self._count_ready(entry.message, 1)
+            self._count_unacked(entry.message, -1)
         self.unacked -= len(entries)
         if not self.deleted:
             self.dispatch()

@@ -348,6 +348,8 @@ def test_management_on_any_node_reads_and_changes_remote_queues(three: Cluster) 
         # Counts come from the home node at once, not from its next gossip report.
         shown = other.http("GET", f"/api/queues/%2F/{queue}")
         assert (shown["messages_ready"], shown["messages_unacknowledged"]) == (2, 1)
+        # The home node counts the bytes a client of another node holds, too.
+        assert (shown["message_bytes_ready"], shown["message_bytes_unacknowledged"]) == (4, 2)
         assert shown["node"] == three.nodes[A].name and shown["state"] == "running"
         listed = {q["name"]: q for q in other.http("GET", "/api/queues/%2F")}
         assert listed[queue]["messages"] == 3

@@ -101,6 +101,45 @@ def test_persistent_figures_are_exact_past_the_window_and_across_a_restart(
         node.stop()
 
 
+def test_unacknowledged_figures_follow_deliveries_acks_and_requeues(managed: ManagedNode) -> None:
+    # The queue counts what it delivered and has not seen settled, to consumers and to
+    # basic.get alike, so that no reading walks the channels (a consumer without a prefetch
+    # limit may hold a million).
+    def figures() -> tuple[int, int, int, int]:
+        queue = managed.api.get("/api/queues/%2F/held")
+        return (
+            queue["messages_unacknowledged"],
+            queue["message_bytes_unacknowledged"],
+            queue["messages_persistent"],
+            queue["message_bytes_persistent"],
+        )
+
+    with amqp_connection(managed) as connection:
+        channel = connection.channel()
+        channel.queue_declare("held", durable=True)
+        for number in range(30):  # every third persistent, of 10 bytes; the others 3
+            persistent = number % 3 == 0
+            body = b"p%09d" % number if persistent else b"t%02d" % number
+            publish(channel, "held", [body], persistent=persistent)
+        delivered: list[int] = []
+        channel.basic_consume("held", lambda _c, m, _p, _b: delivered.append(m.delivery_tag))
+        wait_for(lambda: connection.process_data_events(0.05) or len(delivered) == 30)
+        wait_for(lambda: figures() == (30, 10 * 10 + 20 * 3, 10, 100))
+
+        channel.basic_ack(delivered[9], multiple=True)  # the first ten: 4 persistent
+        channel.basic_nack(delivered[19], multiple=True, requeue=True)  # ten back, redelivered
+        channel.basic_cancel(channel.consumer_tags[0])
+        wait_for(lambda: figures()[:2] == (10, 3 * 10 + 7 * 3))
+        assert figures()[2:] == (6, 60)  # the requeued ones count as ready again
+        assert managed.api.get("/api/queues/%2F/held")["messages_ready"] == 10
+
+        got = channel.basic_get("held")[0]
+        assert got is not None
+        wait_for(lambda: figures()[0] == 11)
+        channel.basic_reject(got.delivery_tag, requeue=False)
+        wait_for(lambda: figures()[0] == 10)
+
+
 def test_message_rates_come_from_samples(managed: ManagedNode) -> None:
     with amqp_connection(managed) as connection:
         channel = connection.channel()
