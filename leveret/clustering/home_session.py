@@ -41,7 +41,7 @@ _FRAME_BYTES = 1 << 20
 # A batch goes out as soon as it holds this many deliveries, so that the client's node works on
 # them while this one makes the rest. Written only at the end, a consumer's whole prefetch window
 # travelled as one lump, and each node waited for the other: with prefetch 100 and both clients
-# on one node, 1.2x the consumed msg/s (bench/RESULTS.md, cross-node).
+# on one node, 1.2x the consumed msg/s in alternating runs of the two ways.
 _DELIVERIES_PER_WRITE = 32
 
 
