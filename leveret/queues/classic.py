@@ -516,12 +516,7 @@ class ClassicQueue:
                 self.store.ack(entry.seq)  # type: ignore[union-attr]
         else:
             self.unacked += 1
-            # (_count_unacked written out: a call less on every delivery and ack)
-            message = entry.message
-            self.unacked_bytes += len(message.body)
-            if message.has_flags and message.persistent:
-                self.unacked_persistent += 1
-                self.unacked_persistent_bytes += len(message.body)
+            self._count_unacked(entry.message, 1)
             consumer.in_flight += 1
             if entry.stored:
                 self.store.mark_delivered(entry.seq)  # type: ignore[union-attr]
@@ -578,11 +573,7 @@ class ClassicQueue:
     def settle(self, entry: QueueEntry) -> None:
         """A delivered message acknowledged: it is gone."""
         self.unacked -= 1
-        message = entry.message
-        self.unacked_bytes -= len(message.body)
-        if message.has_flags and message.persistent:
-            self.unacked_persistent -= 1
-            self.unacked_persistent_bytes -= len(message.body)
+        self._count_unacked(entry.message, -1)
         self.acked_total += 1
         if entry.stored and self.store is not None:
             self.store.ack(entry.seq)

@@ -3,13 +3,12 @@ codes, texts and management API answers."""
 
 from __future__ import annotations
 
-import time
-
 import pika
 import pika.exceptions
 import pytest
 
 from tests.limits.conftest import Broker
+from tests.support.node import wait_for
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -32,14 +31,15 @@ def _first_connection(broker: Broker) -> pika.BlockingConnection:
     """The one connection a limit of 1 allows, once the broker no longer counts those closed
     before: RabbitMQ forgets a closed connection a moment after its socket closed (its
     connection tracking is asynchronous), so a connection made at once may still be refused."""
-    deadline = time.monotonic() + 5
-    while True:
+
+    def attempt() -> pika.BlockingConnection | None:
         try:
             return pika.BlockingConnection(pika.URLParameters(broker.url()))
         except pika.exceptions.ProbableAccessDeniedError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+            return None
+
+    connection: pika.BlockingConnection = wait_for(attempt, 5, 0.1)
+    return connection
 
 
 def test_vhost_connection_limit_refuses_the_next_connection(broker: Broker) -> None:
