@@ -2,7 +2,8 @@
 
 A queue lives on node A. Throughput (1 producer, 1 consumer, 100 B) with the publisher on B and
 the consumer on A, then both on B, auto-ack and with confirms plus manual acks (prefetch 100);
-the same on one standalone Leveret node as the baseline; latency p50/p99 through one hop at 1k
+the same on one standalone Leveret node as the baseline, measured in each round next to the
+cluster's runs (the idle cluster stays up meanwhile); latency p50/p99 through one hop at 1k
 and 10k msg/s; and the time from SIGKILL of the home node until a consumer of its queue on
 another node hears basic.cancel. The clusters run one after the other, never together; each
 runs every scenario three times (--rounds), and the medians are reported.
@@ -30,6 +31,7 @@ import pika
 
 from bench.cluster_bench import BenchCluster, rabbitmq_version, wait
 from bench.perftest import PerfTestConfig, run_perftest
+from bench.procinfo import cpu_seconds
 from bench.sections import marks, write_section
 from tests.support.rabbitmq_cluster import start_rabbitmq_cluster
 
@@ -70,18 +72,32 @@ def _perftest(
     return run_perftest(config)
 
 
-def measure(urls: dict[str, str], seconds: int, rounds: int) -> dict[str, Any]:
+def measure(
+    urls: dict[str, str], seconds: int, rounds: int, standalone: str | None = None
+) -> dict[str, Any]:
     """Each scenario `rounds` times, in rounds over all of them (so that a slower minute of
-    the machine falls on every scenario alike): the median, and the lowest and highest."""
+    the machine falls on every scenario alike): the median, and the lowest and highest.
+    With a `standalone` node, each round measures it first, and a scenario's ratio to it is
+    the median of the rounds' ratios: each compares figures taken minutes apart at most."""
     samples: dict[str, list[Any]] = {}
+    latency_keys: set[str] = set()
     # One hop (publish on B), none (on A), and a byte relay in front of A ("R").
     paths = {"latency": "B", "no hop": "A", "relay": "R"}
     with _relay_to(urls["A"]) as relayed:
         for round_number in range(1, rounds + 1):
             print(f"  round {round_number} of {rounds}", flush=True)
+            alone: dict[str, float] = {}
+            if standalone is not None:
+                alone = _measure_standalone(standalone, seconds)
+                for mode, rate in alone.items():
+                    samples.setdefault(f"standalone {mode}", []).append(rate)
+                print(f"    standalone node: {alone}", flush=True)
             for name, (settings, producer, consumer) in THROUGHPUT.items():
                 result = _perftest(urls, settings, producer, consumer, seconds)
                 samples.setdefault(name, []).append(result["consumed_msg_s"])
+                if alone:
+                    ratio = result["consumed_msg_s"] / max(alone[_mode(name)], 1)
+                    samples.setdefault(f"{name} to standalone", []).append(ratio)
                 print(f"    {name}: {result['consumed_msg_s']:.0f} msg/s", flush=True)
             for rate in LATENCY_RATES:
                 for path, producer in paths.items():
@@ -90,14 +106,21 @@ def measure(urls: dict[str, str], seconds: int, rounds: int) -> dict[str, Any]:
                     latency = result["latency_us"]
                     pair = (latency.get("p50"), latency.get("p99"))
                     samples.setdefault(f"{path} {rate}", []).append(pair)
+                    latency_keys.add(f"{path} {rate}")
                     print(f"    {path} at {rate} msg/s: {pair} us", flush=True)
     figures: dict[str, Any] = {}
     for name in THROUGHPUT:
         figures[name] = statistics.median(samples[name])
         figures[f"{name} range"] = (min(samples[name]), max(samples[name]))
-    for key, pairs in samples.items():
-        if key not in THROUGHPUT:
-            figures[key] = tuple(_median(pair[index] for pair in pairs) for index in (0, 1))
+        if standalone is not None:
+            figures[f"{name} to standalone"] = statistics.median(samples[f"{name} to standalone"])
+    if standalone is not None:
+        figures["baseline"] = {
+            mode: statistics.median(samples[f"standalone {mode}"]) for mode in _modes()
+        }
+    for key in latency_keys:
+        pairs = samples[key]
+        figures[key] = tuple(_median(pair[index] for pair in pairs) for index in (0, 1))
     return figures
 
 
@@ -161,34 +184,46 @@ def _mode(scenario: str) -> str:
     return scenario.rsplit(", ", 1)[1]
 
 
+def _modes() -> list[str]:
+    return [_mode(name) for name in THROUGHPUT if "consume A" in name]
+
+
+def _measure_standalone(url: str, seconds: int) -> dict[str, float]:
+    """The standalone node's msg/s in each mode, producer and consumer both on it."""
+    rates: dict[str, float] = {}
+    for name, (settings, _, _) in THROUGHPUT.items():
+        if "consume A" in name:
+            config = PerfTestConfig(
+                uri=url, queue=QUEUE, size=100, duration=seconds, warmup=2, **settings
+            )
+            rates[_mode(name)] = run_perftest(config)["consumed_msg_s"]
+    return rates
+
+
+def _idle_cores(pids: list[int], seconds: float = 5.0) -> float:
+    """The cores the processes use while nothing is asked of them."""
+    before = cpu_seconds(pids)
+    time.sleep(seconds)
+    return (cpu_seconds(pids) - before) / seconds
+
+
 def leveret_run(seconds: int, rounds: int) -> dict[str, Any]:
-    print("Leveret, standalone node", flush=True)
+    print("Leveret: a standalone node and 3 nodes, measured in the same rounds", flush=True)
     single = BenchCluster(1)
+    cluster: BenchCluster | None = None
     try:
         single.nodes[0].start()
-        url = single.nodes[0].amqp_url
-        runs: dict[str, list[float]] = {}
-        for _ in range(rounds):
-            for name, (settings, _, _) in THROUGHPUT.items():
-                if "consume A" in name:
-                    config = PerfTestConfig(
-                        uri=url, queue=QUEUE, size=100, duration=seconds, warmup=2, **settings
-                    )
-                    runs.setdefault(_mode(name), []).append(run_perftest(config)["consumed_msg_s"])
-        print(f"  {runs}", flush=True)
-        baseline = {mode: statistics.median(values) for mode, values in runs.items()}
-    finally:
-        single.stop()
-    print("Leveret, 3 nodes", flush=True)
-    cluster = BenchCluster(3).form()
-    try:
+        cluster = BenchCluster(3).form()
         urls = {"A": cluster.nodes[0].amqp_url, "B": cluster.nodes[1].amqp_url}
-        figures = measure(urls, seconds, rounds)
+        idle = _idle_cores([node.proc.pid for node in cluster.nodes if node.proc is not None])
+        figures = measure(urls, seconds, rounds, standalone=single.nodes[0].amqp_url)
+        figures["idle cluster cores"] = idle
         figures["cancel"] = cancel_seconds(urls["B"], urls["A"], cluster.nodes[0].kill)
-        figures["baseline"] = baseline
         return figures
     finally:
-        cluster.stop()
+        if cluster is not None:
+            cluster.stop()
+        single.stop()
 
 
 def rabbitmq_run(seconds: int, rounds: int) -> dict[str, Any]:
@@ -225,17 +260,18 @@ def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int, rounds
     baseline = leveret["baseline"]
     for name in THROUGHPUT:
         ours, theirs = leveret[name], rabbit[name]
-        alone = baseline.get(_mode(name))
-        single = f"{ours / alone:.2f}x" if alone else "-"
+        single = f"{leveret[f'{name} to standalone']:.2f}x"
         lines.append(
             f"| {name} | {ours:,.0f} {_range(leveret, name)} | {theirs:,.0f} "
             f"{_range(rabbit, name)} | {ours / max(theirs, 1):.2f}x | {single} |"
         )
     lines += [
         "",
-        "Standalone Leveret node (same load, producer and consumer on it): "
+        "Standalone Leveret node (same load, producer and consumer on it), measured at the "
+        "start of each round while the idle 3-node cluster ran beside it "
+        f"(using {leveret['idle cluster cores']:.3f} cores): "
         + ", ".join(f"{mode} {value:,.0f} msg/s" for mode, value in baseline.items())
-        + ".",
+        + f". A scenario's ratio to it is the median of the {rounds} rounds' ratios.",
         "",
         "| latency through one hop (publish B, consume A) | Leveret p50 / p99 µs "
         "| RabbitMQ p50 / p99 µs |",
