@@ -1,5 +1,5 @@
 """Connections with output waiting (clients', and the home side of other nodes' links): written
-together at the end of the loop's turn, or at once when a batch from another node produced it."""
+together at the end of the loop's turn, or at once when a batch a home node read produced it."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ class PendingWrites:
     `pending_writes`): client connections and home sessions.
 
     A client's own frames are answered at the end of the turn, so that what many clients did
-    in one turn goes out in one write per connection. A batch read from another node's link is
-    already many messages: what it produced goes at once (`flush`), which spares its
-    deliveries and confirms a turn of the loop on their way, the turn in which this node may
-    be busy reading its publishers."""
+    in one turn goes out in one write per connection. On a queue's home node, a batch read
+    from another node's link is already many messages: what it produced goes at once
+    (`flush`), which spares its deliveries and confirms a turn of the loop on their way, the
+    turn in which this node may be busy reading its publishers. (The other node takes the
+    home node's deliveries in pieces, and its clients' output waits for the end of the turn.)"""
 
     def __init__(self) -> None:
         self._flushes: list[Callable[[], None]] = []

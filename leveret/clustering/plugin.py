@@ -133,7 +133,6 @@ class ClusterPlugin:
             lambda: self.service.applied_index,
             lambda: self._broker.connections_mid_read > 0,
             tls.client_context() if tls else None,
-            self._broker.pending_writes.flush,
         )
         self.service.heard_from = self._links.heard_from
         self._broker.link_queues(self._links)

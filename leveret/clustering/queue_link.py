@@ -89,12 +89,10 @@ class QueueLink:
         applied_index: Callable[[], int],
         busy: Callable[[], bool] = lambda: False,
         throttle: LogThrottle | None = None,
-        flush_clients: Callable[[], None] = lambda: None,
     ) -> None:
         self.node = node
         self._applied_index = applied_index
         self._busy = busy
-        self._flush_clients = flush_clients
         self._waited_turns = 0
         self.generation = 0
         self.throttled: set[Any] = set()
@@ -504,9 +502,11 @@ class QueueLink:
             self._schedule_flush()
 
     def read_taken(self) -> None:
-        # A batch from the home node: the deliveries and confirms it brought this node's
-        # clients leave now rather than at the end of the turn.
-        self._flush_clients()
+        """What a read from the home node brought this node's clients waits for the end of the
+        turn like their other output: the home node writes a window of deliveries in pieces,
+        and writing each piece to the clients as soon as it was read cost them and this node a
+        write and a wake-up per piece (with both clients here, confirms and acks: 42.5k against
+        45.1k msg/s, means of 9 alternating runs)."""
 
     def ended(self) -> None:
         """Nothing to do here: the link's task wakes up and fails what waited."""
@@ -646,13 +646,11 @@ class QueueLinks:
         applied_index: Callable[[], int],
         busy: Callable[[], bool],
         tls: ssl.SSLContext | None = None,
-        flush_clients: Callable[[], None] = lambda: None,
     ) -> None:
         self._address_of = address_of
         self._peers = peers
         self._applied_index = applied_index
         self._busy = busy
-        self._flush_clients = flush_clients
         self._tls = tls
         self._throttle = LogThrottle()
         self._links: dict[str, QueueLink] = {}
@@ -673,7 +671,6 @@ class QueueLinks:
                 self._applied_index,
                 self._busy,
                 self._throttle,
-                self._flush_clients,
             )
         return link
 
