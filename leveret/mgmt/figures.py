@@ -88,13 +88,11 @@ class QueueReader:
             for queue in vhost.queues.values()
         }
 
-    def read_some(
-        self, broker: Broker, queues: list[ClassicQueue]
-    ) -> dict[ClassicQueue, QueueFigures]:
+    def read_some(self, queues: list[ClassicQueue]) -> dict[ClassicQueue, QueueFigures]:
         """The figures of `queues` alone."""
         return {queue: self._figures(queue) for queue in queues}
 
-    def counts(self, broker: Broker, queues: Iterable[ClassicQueue]) -> QueueFigures:
+    def counts(self, queues: Iterable[ClassicQueue]) -> QueueFigures:
         """The sum of `queues`' figures without their byte and persistence fields (left 0):
         what the overview shows, for a fraction of the cost of reading each queue's figures."""
         ready = unacked = publish = delivered = deliver = 0
@@ -131,7 +129,7 @@ class QueueReader:
             redeliver=redeliver,
         )
 
-    def read_one(self, broker: Broker, queue: ClassicQueue) -> QueueFigures:
+    def read_one(self, queue: ClassicQueue) -> QueueFigures:
         """One queue's figures."""
         return self._figures(queue)
 

@@ -32,7 +32,7 @@ def queue_view(broker: Broker, queue: ClassicQueue, asked: str) -> bytes:
     """`queue` as GET /api/queues/{vhost}/{name} shows it here, with the samples `asked` for."""
     state = management_state(broker)
     # One queue's figures alone: state.figure() also looks over every connection and queue.
-    figure = state.reader.read_one(broker, queue)
+    figure = state.reader.read_one(queue)
     shown = queue_json(queue, figure, state, broker.config.node_name, detailed=True)
     add_queue_samples(state, queue, dict(parse_qsl(asked)), shown)
     return json.dumps(shown, separators=(",", ":"), default=str).encode()

@@ -133,7 +133,7 @@ def overview_json(
     ]
     elsewhere = elsewhere_totals(broker, caller, vhosts, remote)
     state.observe()
-    node_figure = state.reader.counts(broker, queues)
+    node_figure = state.reader.counts(queues)
     sessions = [s for s in open_sessions(broker) if caller.is_monitor or s.username == caller.name]
     channels = [c for s in sessions for c in s.channels.values()]
     object_totals: dict[str, int] = {

@@ -153,7 +153,7 @@ class ManagementState:
             shared = recent[1]
         if shared is not None and all(queue in shared for queue in queues):
             return {queue: shared[queue] for queue in queues}
-        return self.reader.read_some(broker, queues)
+        return self.reader.read_some(queues)
 
     @contextmanager
     def one_reading(self) -> Iterator[None]:
@@ -171,7 +171,7 @@ class ManagementState:
         if broker is None:
             return QueueFigures()
         self.churn.observe(broker)
-        return self.reader.read_one(broker, queue)
+        return self.reader.read_one(queue)
 
     def observe(self) -> None:
         """Note connections, channels and queues that came or went since the last look."""
