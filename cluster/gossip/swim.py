@@ -194,7 +194,11 @@ class Swim:
         own = self._views[self.own_name]
         if state.incarnation < own.incarnation:
             return
-        if state.status is not MemberStatus.ALIVE or state.incarnation > own.incarnation:
+        if (
+            state.status is not MemberStatus.ALIVE
+            or state.incarnation > own.incarnation
+            or _from_an_earlier_run(state, own)
+        ):
             # Refute: only this node may raise its incarnation number.
             refuted = MemberState(
                 self.own_name, MemberStatus.ALIVE, state.incarnation + 1, own.report
@@ -231,6 +235,17 @@ class Swim:
         return self.config.retransmit_multiplier * max(
             1, math.ceil(math.log2(len(self._views) + 1))
         )
+
+
+def _from_an_earlier_run(state: MemberState, own: MemberView) -> bool:
+    """Whether a statement about this node, at its own incarnation, carries a report it did not
+    make. Incarnations start from the clock's second, so a node restarted within the second of
+    its previous start (or of that run's last refutation) shares its number; the others then
+    keep the earlier run's reports, newer by version, until this node raises its incarnation."""
+    theirs, ours = state.report, own.report
+    if theirs is None or ours is None or state.incarnation != own.incarnation:
+        return False
+    return theirs.version > ours.version or (theirs.version == ours.version and theirs != ours)
 
 
 def _supersedes(new: MemberState, old: MemberView) -> bool:

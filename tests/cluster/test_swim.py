@@ -92,6 +92,21 @@ def test_reports_spread_and_newer_versions_win() -> None:
     assert kept is not None and kept.alarms == ()
 
 
+def test_a_node_restarted_within_the_second_replaces_its_earlier_runs_report() -> None:
+    # The earlier run of b, alarmed, made three reports at incarnation 7; a holds the last.
+    a, earlier = swim("a"), swim("b", incarnation=7)
+    for version in range(3):
+        earlier.set_report(NodeReport(alarms=("memory",), memory_used=version), now=0.0)
+    exchange(earlier, a, now=0.5)
+    later = swim("b", incarnation=7)  # started again within the same second
+    later.set_report(NodeReport(), now=1.0)
+    exchange(later, a, now=1.5)  # b hears a's account of it, and raises its incarnation
+    exchange(later, a, now=2.0)
+    report = a.view()["b"].report
+    assert later.incarnation == 8
+    assert report is not None and report.alarms == ()
+
+
 def test_an_unchanged_report_is_not_news() -> None:
     node = swim()
     node.set_report(NodeReport(memory_used=1), now=0.0)
