@@ -19,6 +19,7 @@ import pika
 import pika.exceptions
 
 from tests.support.node import REPO, NodeProcess, wait_for
+from tests.support.ports import restartable_ports
 
 CTL_TIMEOUT_SECONDS = 30.0
 
@@ -62,8 +63,8 @@ class ClusterNode:
         args = ["--node-name", self.name, "--cluster-secret-file", self._secret_file, *extra]
         for seed in seeds:
             args += ["--join", seed]
-        if same_ports and self.cluster_port:
-            args = [*args, "--cluster-port", str(self.cluster_port)]
+        port = self.cluster_port if same_ports and self.cluster_port else restartable_ports(1)[0]
+        args += ["--cluster-port", str(port)]
         old = self.process
         self.process = NodeProcess(self.data_dir, extra_args=args).start()
         if old is not None:

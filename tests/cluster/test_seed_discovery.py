@@ -3,22 +3,16 @@ cluster, the others join it, whatever order they start in, and a restarted node 
 
 from __future__ import annotations
 
-import socket
 import threading
 
 from tests.cluster.processes import Cluster, ClusterNode
 from tests.support.node import wait_for
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from tests.support.ports import restartable_ports
 
 
 def test_every_node_given_the_same_seed_forms_one_cluster_in_any_order() -> None:
     cluster = Cluster(3)
-    seed_port = _free_port()
+    [seed_port] = restartable_ports(1)
     seed = f"localhost:{seed_port}"
     first, second, third = (
         ClusterNode(f"n{number}@localhost", cluster.secret_file, [seed]) for number in (1, 2, 3)

@@ -24,6 +24,8 @@ import pika
 import pika.exceptions
 import pytest
 
+from tests.support.ports import restartable_ports
+
 # Debian installs the real start script here; /usr/sbin/rabbitmq-server is a wrapper that
 # switches to the rabbitmq user and its fixed directories, which would defeat isolation.
 _DEBIAN_SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
@@ -55,20 +57,6 @@ def find_rabbitmq() -> str | None:
 
 def _find_epmd() -> str | None:
     return shutil.which("epmd")
-
-
-def _reserve_ports(count: int) -> list[int]:
-    """Ask the kernel for `count` distinct free loopback ports (held together so they differ)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind(("127.0.0.1", 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def _die_with_parent() -> list[str]:
@@ -300,7 +288,7 @@ def start_own_epmd(prefix: Sequence[str], epmd: str) -> tuple[subprocess.Popen[b
     """An epmd of our own on a free port. The port is free when reserved, but another process
     may take it before epmd binds it (epmd then exits at once): a few fresh ports are tried."""
     for _attempt in range(3):
-        [port] = _reserve_ports(1)
+        [port] = restartable_ports(1)
         process = subprocess.Popen(
             [*prefix, epmd, "-port", str(port)],
             start_new_session=True,
@@ -353,7 +341,7 @@ def _start_once(
     cluster: ClusterMembership | None = None,
     plugins: Sequence[str] = (),
 ) -> RabbitNode:
-    amqp_port, mgmt_port, dist_port, epmd_port = _reserve_ports(4)
+    amqp_port, mgmt_port, dist_port, epmd_port = restartable_ports(4)
     if cluster is not None:
         epmd_port = cluster.epmd_port
     base = Path(tempfile.mkdtemp(prefix="leveret-rabbitmq-"))

@@ -21,7 +21,8 @@ from pika.exceptions import AMQPConnectionError, ProbableAuthenticationError
 from leveret.tls import TLSSettings
 from tests.support.certs import Authority
 from tests.support.node import InProcessNode, wait_for
-from tests.support.rabbitmq import _reserve_ports, require_rabbitmq, start_rabbitmq
+from tests.support.ports import restartable_ports
+from tests.support.rabbitmq import require_rabbitmq, start_rabbitmq
 from tests.tls.test_amqps import client_ssl
 from tests.tls.test_external import offered_mechanisms
 
@@ -73,7 +74,7 @@ def brokers(authority: Authority) -> Iterator[tuple[Broker, Broker]]:
         verify="verify_peer",
         fail_if_no_peer_cert=True,
     )
-    [ssl_port] = _reserve_ports(1)
+    [ssl_port] = restartable_ports(1)
     rabbit = start_rabbitmq(
         management=True,
         plugins=["rabbitmq_auth_mechanism_ssl"],
