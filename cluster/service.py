@@ -137,8 +137,14 @@ class ClusterService:
         self.machine.on_effects(self._on_effects)
         self.machine.on_reset(lambda _state: self._refresh_members())
         self._loop.change_listeners.append(self._refresh_members)
+        # Each run starts above the one before (the clock's milliseconds): a refutation raises
+        # the number by one, so a run would have to be refuted a thousand times a second to
+        # reach the next run's.
         swim = Swim(
-            self.name, incarnation=int(time.time()), config=settings.gossip, rng=random.Random()
+            self.name,
+            incarnation=time.time_ns() // 1_000_000,
+            config=settings.gossip,
+            rng=random.Random(),
         )
         self._gossip = GossipDriver(swim, self._channels, self._book, self._report_source)
         self._refresh_members()

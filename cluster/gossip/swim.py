@@ -239,9 +239,9 @@ class Swim:
 
 def _from_an_earlier_run(state: MemberState, own: MemberView) -> bool:
     """Whether a statement about this node, at its own incarnation, carries a report it did not
-    make. Incarnations start from the clock's second, so a node restarted within the second of
-    its previous start (or of that run's last refutation) shares its number; the others then
-    keep the earlier run's reports, newer by version, until this node raises its incarnation."""
+    make: an earlier run of this node reached the same incarnation (runs start from the clock,
+    and refutations raise it by one), and the others would keep that run's reports, newer by
+    version, until this node raises its incarnation above it."""
     theirs, ours = state.report, own.report
     if theirs is None or ours is None or state.incarnation != own.incarnation:
         return False
