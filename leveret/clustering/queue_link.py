@@ -120,6 +120,7 @@ class QueueLink:
         self._loop: asyncio.AbstractEventLoop | None = None  # (see _schedule_flush)
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()  # an operation needs the node: reconnect now
+        self._node_called = False  # the node called this one during the current attempt
         self._attempt: asyncio.Future[bool] | None = None  # whether the next attempt connects
         # Publishes are numbered by their order on the connection, from 1 (queues.proto).
         self._publish_seq = 0
@@ -157,6 +158,7 @@ class QueueLink:
     def node_is_up(self) -> None:
         """The node called this one (it is back, perhaps from a restart): a link that is down
         connects now, and what is sent meanwhile waits for it rather than being dropped."""
+        self._node_called = True
         if self._down:
             self._enter(_State.CONNECTING)
             self._wake.set()
@@ -438,11 +440,20 @@ class QueueLink:
 
     async def _run(self) -> None:
         failures = 0  # in a row, for the backoff
+        retried = False
         while True:
+            self._node_called = False
             try:
                 await self._connect_and_serve()
             except Exception:
                 log.exception("queue link to %s failed", self.node)
+            if self._state is not _State.UP and self._node_called and not retried:
+                # The node called this one while the attempt failed: the attempt began before
+                # the node was back (a connect that timed out, say). What waits for the node
+                # waits for one more attempt, made now, rather than failing with this one.
+                retried = True
+                continue
+            retried = False
             failures = 0 if self._state is _State.UP else failures + 1
             self._enter(_State.DOWN)
             self._connection = None
