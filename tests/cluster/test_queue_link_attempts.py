@@ -50,9 +50,11 @@ async def _down_link() -> tuple[QueueLink, ScriptedNetwork]:
     link = QueueLink("home@node", lambda node: "127.0.0.1:1", network.open, lambda: 0)
     assert link.up  # the first use starts the link
     (await network.next_attempt()).set_exception(ConnectionRefusedError())
-    while link.up:
+    for _ in range(500):
+        if not link.up:
+            return link, network
         await asyncio.sleep(0.01)
-    return link, network
+    raise AssertionError("the link did not go down after its first attempt failed")
 
 
 def test_a_node_that_calls_during_a_failing_attempt_gets_another_at_once() -> None:
