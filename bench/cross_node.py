@@ -5,8 +5,10 @@ the consumer on A, then both on B, auto-ack and with confirms plus manual acks (
 the same on one standalone Leveret node as the baseline, measured in each round next to the
 cluster's runs (the idle cluster stays up meanwhile); latency p50/p99 through one hop at 1k
 and 10k msg/s; and the time from SIGKILL of the home node until a consumer of its queue on
-another node hears basic.cancel. The clusters run one after the other, never together; each
-runs every scenario three times (--rounds), and the medians are reported.
+another node hears basic.cancel. Both clusters run for the whole bench, and each round measures
+every scenario on each of them in turn (which goes first alternates), so that the two compare
+figures taken minutes apart at most on a machine whose speed drifts; three rounds (--rounds),
+and the medians are reported.
 
     .venv/bin/python -m bench.cross_node --write
 """
@@ -31,9 +33,9 @@ import pika
 
 from bench.cluster_bench import BenchCluster, rabbitmq_version, wait
 from bench.perftest import PerfTestConfig, run_perftest
-from bench.procinfo import cpu_seconds
+from bench.procinfo import cpu_seconds, process_group_pids
 from bench.sections import marks, write_section
-from tests.support.rabbitmq_cluster import start_rabbitmq_cluster
+from tests.support.rabbitmq_cluster import RabbitCluster, start_rabbitmq_cluster
 
 SECTION = "cross_node.py"
 START_MARK, END_MARK = marks(SECTION)
@@ -72,55 +74,56 @@ def _perftest(
     return run_perftest(config)
 
 
-def measure(
-    urls: dict[str, str], seconds: int, rounds: int, standalone: str | None = None
-) -> dict[str, Any]:
-    """Each scenario `rounds` times, in rounds over all of them (so that a slower minute of
-    the machine falls on every scenario alike): the median, and the lowest and highest.
-    With a `standalone` node, each round measures it first, and a scenario's ratio to it is
-    the median of the rounds' ratios: each compares figures taken minutes apart at most."""
-    samples: dict[str, list[Any]] = {}
-    latency_keys: set[str] = set()
-    # One hop (publish on B), none (on A), and a byte relay in front of A ("R").
-    paths = {"latency": "B", "no hop": "A", "relay": "R"}
-    with _relay_to(urls["A"]) as relayed:
-        for round_number in range(1, rounds + 1):
-            print(f"  round {round_number} of {rounds}", flush=True)
-            alone: dict[str, float] = {}
-            if standalone is not None:
-                alone = _measure_standalone(standalone, seconds)
-                for mode, rate in alone.items():
-                    samples.setdefault(f"standalone {mode}", []).append(rate)
-                print(f"    standalone node: {alone}", flush=True)
-            for name, (settings, producer, consumer) in THROUGHPUT.items():
-                result = _perftest(urls, settings, producer, consumer, seconds)
-                samples.setdefault(name, []).append(result["consumed_msg_s"])
-                if alone:
-                    ratio = result["consumed_msg_s"] / max(alone[_mode(name)], 1)
-                    samples.setdefault(f"{name} to standalone", []).append(ratio)
-                print(f"    {name}: {result['consumed_msg_s']:.0f} msg/s", flush=True)
-            for rate in LATENCY_RATES:
-                for path, producer in paths.items():
-                    settings = {"auto_ack": True, "rate": float(rate)}
-                    result = _perftest({**urls, "R": relayed}, settings, producer, "A", seconds)
-                    latency = result["latency_us"]
-                    pair = (latency.get("p50"), latency.get("p99"))
-                    samples.setdefault(f"{path} {rate}", []).append(pair)
-                    latency_keys.add(f"{path} {rate}")
-                    print(f"    {path} at {rate} msg/s: {pair} us", flush=True)
+# One hop (publish on B), none (on A), and a byte relay in front of A ("R").
+LATENCY_PATHS = {"latency": "B", "no hop": "A", "relay": "R"}
+
+
+def measure_round(
+    urls: dict[str, str], seconds: int, samples: dict[str, list[Any]], standalone: str | None
+) -> None:
+    """Every scenario once on the cluster at `urls` (A, B and the relay R), into `samples`.
+    With a `standalone` node, it is measured first, and each scenario's ratio to it kept."""
+    alone: dict[str, float] = {}
+    if standalone is not None:
+        alone = _measure_standalone(standalone, seconds)
+        for mode, rate in alone.items():
+            samples.setdefault(f"standalone {mode}", []).append(rate)
+        print(f"    standalone node: {alone}", flush=True)
+    for name, (settings, producer, consumer) in THROUGHPUT.items():
+        result = _perftest(urls, settings, producer, consumer, seconds)
+        samples.setdefault(name, []).append(result["consumed_msg_s"])
+        if alone:
+            ratio = result["consumed_msg_s"] / max(alone[_mode(name)], 1)
+            samples.setdefault(f"{name} to standalone", []).append(ratio)
+        print(f"    {name}: {result['consumed_msg_s']:.0f} msg/s", flush=True)
+    for rate in LATENCY_RATES:
+        for path, producer in LATENCY_PATHS.items():
+            settings = {"auto_ack": True, "rate": float(rate)}
+            result = _perftest(urls, settings, producer, "A", seconds)
+            latency = result["latency_us"]
+            pair = (latency.get("p50"), latency.get("p99"))
+            samples.setdefault(f"{path} {rate}", []).append(pair)
+            print(f"    {path} at {rate} msg/s: {pair} us", flush=True)
+
+
+def summarise(samples: dict[str, list[Any]]) -> dict[str, Any]:
+    """The median of each scenario's runs, and their lowest and highest; a scenario's ratio to
+    the standalone node is the median of the rounds' ratios."""
     figures: dict[str, Any] = {}
     for name in THROUGHPUT:
         figures[name] = statistics.median(samples[name])
         figures[f"{name} range"] = (min(samples[name]), max(samples[name]))
-        if standalone is not None:
+        if f"{name} to standalone" in samples:
             figures[f"{name} to standalone"] = statistics.median(samples[f"{name} to standalone"])
-    if standalone is not None:
+    if any(key.startswith("standalone ") for key in samples):
         figures["baseline"] = {
             mode: statistics.median(samples[f"standalone {mode}"]) for mode in _modes()
         }
-    for key in latency_keys:
-        pairs = samples[key]
-        figures[key] = tuple(_median(pair[index] for pair in pairs) for index in (0, 1))
+    for rate in LATENCY_RATES:
+        for path in LATENCY_PATHS:
+            pairs = samples[f"{path} {rate}"]
+            key = f"{path} {rate}"
+            figures[key] = tuple(_median(pair[index] for pair in pairs) for index in (0, 1))
     return figures
 
 
@@ -207,38 +210,48 @@ def _idle_cores(pids: list[int], seconds: float = 5.0) -> float:
     return (cpu_seconds(pids) - before) / seconds
 
 
-def leveret_run(seconds: int, rounds: int) -> dict[str, Any]:
-    print("Leveret: a standalone node and 3 nodes, measured in the same rounds", flush=True)
+def paired_run(seconds: int, rounds: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Leveret (3 nodes, and a standalone node) and RabbitMQ (3 nodes) up together, measured
+    in the same rounds; then, on each cluster, the cancel after SIGKILL of the home node."""
+    print("Leveret (3 nodes and a standalone node) and RabbitMQ (3 nodes), same rounds", flush=True)
     single = BenchCluster(1)
     cluster: BenchCluster | None = None
+    rabbit: RabbitCluster | None = None
     try:
         single.nodes[0].start()
         cluster = BenchCluster(3).form()
-        urls = {"A": cluster.nodes[0].amqp_url, "B": cluster.nodes[1].amqp_url}
-        idle = _idle_cores([node.proc.pid for node in cluster.nodes if node.proc is not None])
-        figures = measure(urls, seconds, rounds, standalone=single.nodes[0].amqp_url)
-        figures["idle cluster cores"] = idle
-        figures["cancel"] = cancel_seconds(urls["B"], urls["A"], cluster.nodes[0].kill)
-        return figures
+        rabbit = start_rabbitmq_cluster(3)
+        ours = {"A": cluster.nodes[0].amqp_url, "B": cluster.nodes[1].amqp_url}
+        theirs = {"A": rabbit.nodes[0].url, "B": rabbit.nodes[1].url}
+        idle = _idle_cores(
+            [node.proc.pid for node in cluster.nodes if node.proc is not None]
+            + [pid for node in rabbit.nodes for pid in process_group_pids(node.pid)]
+        )
+        samples: dict[str, dict[str, list[Any]]] = {"Leveret": {}, "RabbitMQ": {}}
+        with _relay_to(ours["A"]) as our_relay, _relay_to(theirs["A"]) as their_relay:
+            brokers = [
+                ("Leveret", {**ours, "R": our_relay}, single.nodes[0].amqp_url),
+                ("RabbitMQ", {**theirs, "R": their_relay}, None),
+            ]
+            for number in range(1, rounds + 1):
+                print(f"  round {number} of {rounds}", flush=True)
+                for name, urls, standalone in brokers if number % 2 else brokers[::-1]:
+                    print(f"   {name}", flush=True)
+                    measure_round(urls, seconds, samples[name], standalone)
+        leveret, rabbitmq = summarise(samples["Leveret"]), summarise(samples["RabbitMQ"])
+        leveret["idle clusters cores"] = idle
+        leveret["cancel"] = cancel_seconds(ours["B"], ours["A"], cluster.nodes[0].kill)
+        rabbit_home = rabbit.nodes[0]
+        rabbitmq["cancel"] = cancel_seconds(
+            theirs["B"], theirs["A"], lambda: os.killpg(rabbit_home.pid, signal.SIGKILL)
+        )
+        return leveret, rabbitmq
     finally:
+        if rabbit is not None:
+            rabbit.stop()
         if cluster is not None:
             cluster.stop()
         single.stop()
-
-
-def rabbitmq_run(seconds: int, rounds: int) -> dict[str, Any]:
-    print("RabbitMQ, 3 nodes", flush=True)
-    cluster = start_rabbitmq_cluster(3)
-    try:
-        urls = {"A": cluster.nodes[0].url, "B": cluster.nodes[1].url}
-        figures = measure(urls, seconds, rounds)
-        home = cluster.nodes[0]
-        figures["cancel"] = cancel_seconds(
-            urls["B"], urls["A"], lambda: os.killpg(home.pid, signal.SIGKILL)
-        )
-        return figures
-    finally:
-        cluster.stop()
 
 
 def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int, rounds: int) -> str:
@@ -249,9 +262,12 @@ def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int, rounds
         f"Queue on node A; 1 producer, 1 consumer, 100 B, transient, {seconds} s measured after "
         f"2 s warm-up; loopback on one machine ({platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}); RabbitMQ {rabbitmq_version()} as a 3-node "
-        "cluster started the same way. Load from bench/perftest.py. Every figure is the "
-        f"median of {rounds} runs, made in rounds over all the scenarios; the lowest and "
-        "highest of the runs are in brackets.",
+        "cluster started the same way. Load from bench/perftest.py. Both clusters run "
+        "for the whole bench, and each round measures every scenario on one, then on the "
+        "other (which goes first alternates), so that the machine's drift falls on both alike; "
+        f"the idle clusters use {leveret['idle clusters cores']:.3f} cores together. Every "
+        f"figure is the median of {rounds} runs, one per round; the lowest and highest of the "
+        "runs are in brackets.",
         "",
         "| scenario | Leveret msg/s | RabbitMQ msg/s | Leveret / RabbitMQ "
         "| Leveret / its single node |",
@@ -268,8 +284,7 @@ def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int, rounds
     lines += [
         "",
         "Standalone Leveret node (same load, producer and consumer on it), measured at the "
-        "start of each round while the idle 3-node cluster ran beside it "
-        f"(using {leveret['idle cluster cores']:.3f} cores): "
+        "start of each of Leveret's turns, the idle clusters beside it: "
         + ", ".join(f"{mode} {value:,.0f} msg/s" for mode, value in baseline.items())
         + f". A scenario's ratio to it is the median of the {rounds} rounds' ratios.",
         "",
@@ -328,8 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--write", action="store_true", help="update bench/RESULTS.md")
     args = parser.parse_args(argv)
-    leveret = leveret_run(args.seconds, args.rounds)
-    rabbit = rabbitmq_run(args.seconds, args.rounds)
+    leveret, rabbit = paired_run(args.seconds, args.rounds)
     section = report(leveret, rabbit, args.seconds, args.rounds)
     print(section)
     if args.write:
