@@ -121,8 +121,8 @@ def summarise(samples: dict[str, list[Any]]) -> dict[str, Any]:
         }
     for rate in LATENCY_RATES:
         for path in LATENCY_PATHS:
-            pairs = samples[f"{path} {rate}"]
             key = f"{path} {rate}"
+            pairs = samples[key]
             figures[key] = tuple(_median(pair[index] for pair in pairs) for index in (0, 1))
     return figures
 

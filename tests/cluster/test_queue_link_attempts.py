@@ -5,6 +5,8 @@ once, and what waited for the node waits for that one."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
+from typing import Any
 
 import pytest
 
@@ -45,23 +47,26 @@ class Publisher:
         self.answers.append((seq, taken))
 
 
-async def _down_link() -> tuple[QueueLink, ScriptedNetwork]:
+async def _down_link() -> tuple[QueueLink, ScriptedNetwork, asyncio.Future[None]]:
+    """A link whose first attempt failed, and its next attempt, begun while it counts as down."""
     network = ScriptedNetwork()
     link = QueueLink("home@node", lambda node: "127.0.0.1:1", network.open, lambda: 0)
     assert link.up  # the first use starts the link
     (await network.next_attempt()).set_exception(ConnectionRefusedError())
-    for _ in range(500):
-        if not link.up:
-            return link, network
-        await asyncio.sleep(0.01)
-    raise AssertionError("the link did not go down after its first attempt failed")
+    return link, network, await network.next_attempt()  # (after the backoff)
+
+
+async def _begun(operation: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    """`operation` as a task that has run up to its first wait."""
+    task = asyncio.ensure_future(operation)
+    await asyncio.wait({task}, timeout=0)
+    return task
 
 
 def test_a_node_that_calls_during_a_failing_attempt_gets_another_at_once() -> None:
     async def scenario() -> None:
-        link, network = await _down_link()
-        reaching = asyncio.ensure_future(link.reach())
-        began_before = await network.next_attempt()
+        link, network, began_before = await _down_link()
+        reaching = await _begun(link.reach())  # it joins the attempt under way
         link.node_is_up()  # the node came back while that attempt was under way
         publisher = Publisher()
         link.publish("/", ["q"], Message("", "q", b"", b"kept"), publisher, 1)
@@ -80,9 +85,9 @@ def test_a_node_that_calls_during_a_failing_attempt_gets_another_at_once() -> No
 
 def test_an_attempt_that_fails_unprompted_fails_what_waited() -> None:
     async def scenario() -> None:
-        link, network = await _down_link()
-        reaching = asyncio.ensure_future(link.reach())
-        (await network.next_attempt()).set_exception(ConnectionRefusedError())
+        link, _network, under_way = await _down_link()
+        reaching = await _begun(link.reach())  # it joins the attempt under way
+        under_way.set_exception(ConnectionRefusedError())
         with pytest.raises(LinkDown):
             await reaching
         await link.close()

@@ -20,8 +20,6 @@ def restartable_ports(count: int) -> list[int]:
     sockets: list[socket.socket] = []
     try:
         for _ in range(1000):
-            if len(sockets) == count:
-                return [sock.getsockname()[1] for sock in sockets]
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             try:
                 sock.bind(("127.0.0.1", random.randrange(_LOWEST, ceiling)))
@@ -29,6 +27,8 @@ def restartable_ports(count: int) -> list[int]:
                 sock.close()
                 continue
             sockets.append(sock)  # held until all are chosen, so that they differ
+            if len(sockets) == count:
+                return [sock.getsockname()[1] for sock in sockets]
         raise RuntimeError(f"no {count} free loopback ports between {_LOWEST} and {ceiling}")
     finally:
         for sock in sockets:
