@@ -55,27 +55,43 @@ class FrameReader:
         """The next whole frame, parsed, or None until more bytes come; raises FrameError (a
         payload its parser refuses is one too)."""
         buffer, start = self._buffer, self._start
-        tag, position = _varint(buffer, start)
-        if tag is None:
-            return None
-        field, wire_type = tag >> 3, tag & 7
-        parser = self._parsers.get(field)
-        if wire_type != _LENGTH_DELIMITED or parser is None:
-            raise FrameError(f"unexpected frame tag {tag:#x}")
-        length, position = _varint(buffer, position)
-        if length is None:
-            return None
+        size = len(buffer)
+        tag = buffer[start] if start < size else 0x80
+        if tag < 0x80 and start + 3 < size:
+            # (the usual frame, of a one-byte tag and a length below 16384, read inline)
+            parser = self._parsers.get(tag >> 3)
+            if tag & 7 != _LENGTH_DELIMITED or parser is None:
+                raise FrameError(f"unexpected frame tag {tag:#x}")
+            length = buffer[start + 1]
+            position = start + 2
+            if length & 0x80:
+                length = length & 0x7F | buffer[position] << 7
+                position += 1
+                if length >= 0x4000:  # a third byte follows
+                    length, position = _varint(buffer, start + 1)
+                    if length is None:
+                        return None
+        else:
+            tag, position = _varint(buffer, start)
+            if tag is None:
+                return None
+            parser = self._parsers.get(tag >> 3)
+            if tag & 7 != _LENGTH_DELIMITED or parser is None:
+                raise FrameError(f"unexpected frame tag {tag:#x}")
+            length, position = _varint(buffer, position)
+            if length is None:
+                return None
         if length > self.max_frame:
             raise FrameError(f"a frame of {length} bytes is over the limit of {self.max_frame}")
         end = position + length
-        if len(buffer) < end:
+        if size < end:
             return None
         self._start = end
         with memoryview(buffer) as view, view[position:end] as payload:
             try:
-                return field, parser(payload)
+                return tag >> 3, parser(payload)
             except Exception as error:  # noqa: BLE001 - protobuf's DecodeError, or worse
-                raise FrameError(f"a frame in field {field} does not parse: {error}") from None
+                raise FrameError(f"a frame in field {tag >> 3} does not parse: {error}") from None
 
     @property
     def buffered(self) -> int:

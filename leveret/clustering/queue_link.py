@@ -56,7 +56,7 @@ _RETRY_SECONDS = (0.1, 0.2, 0.5)
 _RETRY_GAP_SECONDS = 0.1
 # Looked up once: reading an Enum class's member costs about 75 ns, and settle() runs for every
 # acknowledgement.
-_ACK, _REJECT = Outcome.ACK, Outcome.REJECT
+_ACK, _REJECT, _REQUEUE = Outcome.ACK, Outcome.REJECT, Outcome.REQUEUE
 # Publishes waiting for the connection beyond which their publishers are held back (they resume
 # once the writer takes them).
 _CONGESTED_PUBLISHES = 20_000
@@ -108,7 +108,16 @@ class QueueLink:
         # the loop's turn (or once the connection drains). Credit, settlements and cancels go
         # in a control frame ahead of the others, so that a consumer is not starved behind a
         # publisher's backlog (nothing orders them after publishes); the rest follow in order.
-        self._control_batch, self._control, self._frames, self._up = _new_batch()
+        # A batch without control or without other frames makes and sends none of that part:
+        # a lone message waits on every step of its way.
+        self._control_batch, self._control = _new_control()
+        self._control_used = False  # (settlements are counted in their lists)
+        self._frames, self._up = _new_frames()
+        self._frames_used = False  # (publishes are counted in _publishes)
+        # Frames the home node must not read before it applied what this node had: those of
+        # this batch with publishes, subscribes or requests, but the current one (_up_stamp).
+        self._sealed: list[queues_pb2.Up] = []
+        self._up_stamp = False
         self._up_bytes = 0
         self._publishes = 0
         self._up_confirms = False  # whether a publish of the current frame awaits its confirm
@@ -204,11 +213,14 @@ class QueueLink:
         if waiter is not None:
             self._awaiting.append((self._publish_seq, waiter, seq))
             self._up_confirms = True
+        self._up_stamp = True
         self._publishes += 1
         self._up_bytes += len(message.body)
         if self._up_bytes > _FRAME_BYTES:
             self._seal_frame()
+            self._sealed.append(self._up)
             self._up = self._frames.up.add()
+            self._up_stamp = False
             self._up_bytes = 0
             self._route = None
         self._changed()
@@ -251,6 +263,7 @@ class QueueLink:
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._subscribing[consumer_id] = future
         self._subscribers[consumer_id] = subscriber
+        self._frames_used = self._up_stamp = True
         self._changed()
         try:
             return await future
@@ -282,6 +295,7 @@ class QueueLink:
             return False
 
     def _add_direct_reply(self, address: str, message: Message) -> queues_pb2.DirectReply:
+        self._frames_used = True
         reply = self._up.direct_replies.add()
         reply.address = address
         if message.exchange:
@@ -303,6 +317,7 @@ class QueueLink:
         # the cancel still reaches the client, as from a RabbitMQ queue before cancel-ok.
         self._cancelling[consumer] = done
         self._control.cancels.add().consumer = consumer
+        self._control_used = True
         self._changed()
         return done
 
@@ -310,6 +325,7 @@ class QueueLink:
         grant = self._control.credits.add()
         grant.consumer = consumer
         grant.credit = credit
+        self._control_used = True
         self._changed()
 
     def settle(self, outcome: Outcome, delivery: int) -> None:
@@ -345,6 +361,7 @@ class QueueLink:
         request.reason = reason
         future: asyncio.Future[QueueStatus] = asyncio.get_running_loop().create_future()
         self._requests[request_id] = future
+        self._frames_used = self._up_stamp = True
         self._changed()
         return await future
 
@@ -406,29 +423,38 @@ class QueueLink:
         elif state is _State.DOWN and self._has_up:
             self._fail_batch(self._take()[1])
 
-    def _take(self) -> tuple[queues_pb2.ToHome, queues_pb2.ToHome]:
+    def _take(self) -> tuple[queues_pb2.ToHome | None, queues_pb2.ToHome | None]:
         """The batch waiting for the connection: its control frame (alone in a ToHome) and the
-        frames after it; a new one begins."""
-        self._seal_frame()
-        frames, control_batch = self._frames, self._control_batch
-        control = control_batch.up[0]
-        for outcome, ids in (
-            (Outcome.ACK, self._acks),
-            (Outcome.REJECT, self._rejects),
-            (Outcome.REQUEUE, self._requeues),
-        ):
-            if ids:
-                settle = control.settles.add()
-                settle.outcome = outcome
-                settle.deliveries.extend(ids)
-                ids.clear()
-        applied = self._applied_index()
-        for up in frames.up:
-            if up.publishes or up.subscribes or up.requests:
-                up.applied = applied
-        self._control_batch, self._control, self._frames, self._up = _new_batch()
-        self._up_bytes = self._publishes = 0
-        self._route = None
+        frames after it, None for a part that says nothing; a new one begins."""
+        control_batch = frames = None
+        if self._control_used or self._acks or self._rejects or self._requeues:
+            control_batch, control = self._control_batch, self._control
+            for outcome, ids in (
+                (_ACK, self._acks),
+                (_REJECT, self._rejects),
+                (_REQUEUE, self._requeues),
+            ):
+                if ids:
+                    settle = control.settles.add()
+                    settle.outcome = outcome
+                    settle.deliveries.extend(ids)
+                    ids.clear()
+            self._control_batch, self._control = _new_control()
+            self._control_used = False
+        if self._frames_used or self._publishes:
+            self._seal_frame()
+            frames, sealed = self._frames, self._sealed
+            if self._up_stamp or sealed:
+                applied = self._applied_index()
+                for up in sealed:
+                    up.applied = applied
+                if self._up_stamp:
+                    self._up.applied = applied
+                self._sealed = []
+            self._frames, self._up = _new_frames()
+            self._frames_used = self._up_stamp = False
+            self._up_bytes = self._publishes = 0
+            self._route = None
         self._has_up = False
         if self.throttled:
             throttled, self.throttled = self.throttled, set()
@@ -581,7 +607,10 @@ class QueueLink:
         """Everything that waited on the connection that broke fails now."""
         self.generation += 1
         self.queues_congested = False
-        self._control_batch, self._control, self._frames, self._up = _new_batch()
+        self._control_batch, self._control = _new_control()
+        self._frames, self._up = _new_frames()
+        self._control_used = self._frames_used = self._up_stamp = False
+        self._sealed = []
         self._up_confirms = False
         self._up_bytes = self._publishes = 0
         self._route = None
@@ -611,32 +640,33 @@ class QueueLink:
         for publisher in throttled:
             publisher.release_throttle(self)
 
-    def _fail_batch(self, frames: queues_pb2.ToHome) -> None:
+    def _fail_batch(self, frames: queues_pb2.ToHome | None) -> None:
         """A batch made while the home node is down: nothing in it can be done."""
-        if any(up.publishes or up.subscribes or up.requests for up in frames.up):
+        if frames is not None and any(
+            up.publishes or up.subscribes or up.requests for up in frames.up
+        ):
             self._fail()
 
 
-def _new_batch() -> tuple[queues_pb2.ToHome, queues_pb2.Up, queues_pb2.ToHome, queues_pb2.Up]:
-    """An empty batch: the control frame (in a ToHome of its own) and the frames after it (the
-    first of them made)."""
-    control_batch, frames = queues_pb2.ToHome(), queues_pb2.ToHome()
-    return control_batch, control_batch.up.add(), frames, frames.up.add()
+def _new_control() -> tuple[queues_pb2.ToHome, queues_pb2.Up]:
+    """An empty control frame, in a ToHome of its own."""
+    batch = queues_pb2.ToHome()
+    return batch, batch.up.add()
 
 
-# A ToHome of one empty frame: what is left out of a batch (the home node would parse it for
-# nothing, and a lone message waits on every step of its way).
-_EMPTY_FRAME = queues_pb2.ToHome(up=[queues_pb2.Up()]).SerializeToString()
+def _new_frames() -> tuple[queues_pb2.ToHome, queues_pb2.Up]:
+    """The frames after the control frame, the first of them made."""
+    frames = queues_pb2.ToHome()
+    return frames, frames.up.add()
 
 
-def _serialized(control_batch: queues_pb2.ToHome, frames: queues_pb2.ToHome) -> bytes:
-    """A batch as it goes: its control frame first, if it says anything, then the other frames
-    (the frames of ToHome messages written one after the other are read as one batch)."""
-    data = frames.SerializeToString()
-    if data == _EMPTY_FRAME:
-        data = b""
+def _serialized(control_batch: queues_pb2.ToHome | None, frames: queues_pb2.ToHome | None) -> bytes:
+    """A batch as it goes: its control frame first, then the other frames (the frames of
+    ToHome messages written one after the other are read as one batch)."""
+    if control_batch is None:
+        return frames.SerializeToString() if frames is not None else b""
     control = control_batch.SerializeToString()
-    return data if control == _EMPTY_FRAME else control + data
+    return control + frames.SerializeToString() if frames is not None else control
 
 
 def _entry(delivery: queues_pb2.Delivery) -> QueueEntry:

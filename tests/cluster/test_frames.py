@@ -46,6 +46,23 @@ def test_a_batch_serialized_in_one_go_comes_out_frame_by_frame_however_it_is_cut
     assert reader.buffered == 0
 
 
+@pytest.mark.parametrize("size", [0, 100, 124, 125, 16_370, 16_380, 70_000])
+def test_lengths_of_one_two_and_three_bytes_read_alike_whole_or_a_byte_at_a_time(
+    size: int,
+) -> None:
+    body = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    data = ups(body, b"after").SerializeToString()
+    whole = FrameReader(1 << 20, PARSERS)
+    whole.feed(data)
+    by_byte = FrameReader(1 << 20, PARSERS)
+    got = []
+    for index in range(len(data)):
+        by_byte.feed(data[index : index + 1])
+        got += drain(by_byte)
+    for frames in (drain(whole), got):
+        assert [up.publishes[0].body for _, up in frames] == [body, b"after"]
+
+
 def test_the_header_is_what_protobuf_puts_before_a_field() -> None:
     hello = queues_pb2.Hello(node="n1@host")
     payload = hello.SerializeToString()
