@@ -56,31 +56,20 @@ class FrameReader:
         payload its parser refuses is one too)."""
         buffer, start = self._buffer, self._start
         size = len(buffer)
-        tag = buffer[start] if start < size else 0x80
-        if tag < 0x80 and start + 3 < size:
-            # (the usual frame, of a one-byte tag and a length below 16384, read inline)
-            parser = self._parsers.get(tag >> 3)
-            if tag & 7 != _LENGTH_DELIMITED or parser is None:
-                raise FrameError(f"unexpected frame tag {tag:#x}")
-            length = buffer[start + 1]
-            position = start + 2
-            if length & 0x80:
-                length = length & 0x7F | buffer[position] << 7
-                position += 1
-                if length >= 0x4000:  # a third byte follows
-                    length, position = _varint(buffer, start + 1)
-                    if length is None:
-                        return None
+        header = _short_header(buffer, start, size)
+        if header is not None:
+            tag, length, position = header
+            parser = self._parser(tag)
         else:
-            tag, position = _varint(buffer, start)
-            if tag is None:
+            whole_tag, position = _varint(buffer, start)
+            if whole_tag is None:
                 return None
-            parser = self._parsers.get(tag >> 3)
-            if tag & 7 != _LENGTH_DELIMITED or parser is None:
-                raise FrameError(f"unexpected frame tag {tag:#x}")
-            length, position = _varint(buffer, position)
-            if length is None:
+            tag = whole_tag
+            parser = self._parser(tag)  # (before the length: a wrong tag fails at once)
+            whole_length, position = _varint(buffer, position)
+            if whole_length is None:
                 return None
+            length = whole_length
         if length > self.max_frame:
             raise FrameError(f"a frame of {length} bytes is over the limit of {self.max_frame}")
         end = position + length
@@ -93,10 +82,32 @@ class FrameReader:
             except Exception as error:  # noqa: BLE001 - protobuf's DecodeError, or worse
                 raise FrameError(f"a frame in field {tag >> 3} does not parse: {error}") from None
 
+    def _parser(self, tag: int) -> Parser:
+        parser = self._parsers.get(tag >> 3)
+        if tag & 7 != _LENGTH_DELIMITED or parser is None:
+            raise FrameError(f"unexpected frame tag {tag:#x}")
+        return parser
+
     @property
     def buffered(self) -> int:
         """Bytes received and not yet handed out."""
         return len(self._buffer) - self._start
+
+
+def _short_header(buffer: bytearray, start: int, size: int) -> tuple[int, int, int] | None:
+    """The usual frame's tag, length and where its payload starts, read inline: a one-byte tag
+    and a length below 16384 with a byte after them; None for any other (or a part of one)."""
+    if start + 3 >= size:
+        return None
+    tag, first = buffer[start], buffer[start + 1]
+    if tag >= 0x80:
+        return None
+    if first < 0x80:
+        return tag, first, start + 2
+    second = buffer[start + 2]
+    if second >= 0x80:
+        return None
+    return tag, first & 0x7F | second << 7, start + 3
 
 
 def _varint(buffer: bytearray, position: int) -> tuple[int | None, int]:

@@ -197,12 +197,14 @@ class Session:
             elif kind is BadProtocolHeader:
                 self.transport.write(PROTOCOL_HEADER)
                 self.transport.close()
+        confirming = False
         for channel in channels.values():
             publisher = channel.publisher
             if publisher.confirming:
+                confirming = True
                 publisher.flush_confirms()
-        if not published:
-            return  # (the sum below walks every channel: a consumer's acks need not pay it)
+        if not published or not confirming:
+            return  # (the sum below walks every channel: only publishes to confirm count)
         cap = self.broker.config.max_unconfirmed_per_connection
         if cap and not self.paused_for_confirms and self.unconfirmed() > cap:
             # As RabbitMQ's credit flow: a publisher far ahead of its confirms is read no
