@@ -57,6 +57,11 @@ _RETRY_GAP_SECONDS = 0.1
 # Looked up once: reading an Enum class's member costs about 75 ns, and settle() runs for every
 # acknowledgement.
 _ACK, _REJECT, _REQUEUE = Outcome.ACK, Outcome.REJECT, Outcome.REQUEUE
+# The numbers of a Down frame's lists (what ListFields names them by).
+_CONFIRMS, _SUBSCRIBED, _DELIVERIES, _CANCELLED, _CANCEL_OKS, _REPLIES = (
+    queues_pb2.Down.DESCRIPTOR.fields_by_name[name].number
+    for name in ("confirms", "subscribed", "deliveries", "cancelled", "cancel_oks", "replies")
+)
 # Publishes waiting for the connection beyond which their publishers are held back (they resume
 # once the writer takes them).
 _CONGESTED_PUBLISHES = 20_000
@@ -550,11 +555,11 @@ class QueueLink:
 
     def received(self, down: queues_pb2.Down) -> None:
         # The fields a frame has, in one call (see HomeSession.receive).
-        fields = {field.name: value for field, value in down.ListFields()}
-        for confirm in fields.get("confirms", ()):
+        fields = {field.number: value for field, value in down.ListFields()}
+        for confirm in fields.get(_CONFIRMS, ()):
             self._confirmed(confirm.upto, set(confirm.refused) if confirm.refused else None)
             self.queues_congested = confirm.congested
-        for answer in fields.get("subscribed", ()):
+        for answer in fields.get(_SUBSCRIBED, ()):
             future = self._subscribing.pop(answer.consumer, None)
             if future is None or future.done():
                 continue
@@ -563,25 +568,25 @@ class QueueLink:
             else:
                 future.set_result(answer.consumer)
         subscribers = self._subscribers
-        for delivery in fields.get("deliveries", ()):
+        for delivery in fields.get(_DELIVERIES, ()):
             subscriber = subscribers.get(delivery.consumer)
             if subscriber is not None:
                 subscriber.delivered(_entry(delivery))
             elif delivery.id:
                 self._requeues.append(delivery.id)  # cancelled meanwhile
                 self._changed()
-        for cancelled in fields.get("cancelled", ()):
+        for cancelled in fields.get(_CANCELLED, ()):
             subscriber = subscribers.pop(cancelled.consumer, None)
             if cancelled.consumer in self._cancelling:
                 continue  # the client cancelled it too: its cancel-ok follows
             if subscriber is not None:
                 subscriber.cancelled_by_home()
-        for cancel_ok in fields.get("cancel_oks", ()):
+        for cancel_ok in fields.get(_CANCEL_OKS, ()):
             subscribers.pop(cancel_ok.consumer, None)
             done = self._cancelling.pop(cancel_ok.consumer, None)
             if done is not None and not done.done():
                 done.set_result(None)
-        for reply in fields.get("replies", ()):
+        for reply in fields.get(_REPLIES, ()):
             pending = self._requests.pop(reply.id, None)
             if pending is None or pending.done():
                 continue
