@@ -119,8 +119,9 @@ class QueueLink:
         self._control_used = False  # (settlements are counted in their lists)
         self._frames, self._up = _new_frames()
         self._frames_used = False  # (publishes are counted in _publishes)
-        # Frames the home node must not read before it applied what this node had: those of
-        # this batch with publishes, subscribes or requests, but the current one (_up_stamp).
+        # The frames the home node must not apply before it has applied what this node had
+        # (those with publishes, subscribes or requests): the batch's earlier frames, each
+        # sealed when its publishes filled it, and the current one when _up_stamp is set.
         self._sealed: list[queues_pb2.Up] = []
         self._up_stamp = False
         self._up_bytes = 0
@@ -673,7 +674,7 @@ def _serialized(control_batch: queues_pb2.ToHome | None, frames: queues_pb2.ToHo
     if control_batch is None:
         return frames.SerializeToString() if frames is not None else b""
     control = control_batch.SerializeToString()
-    return control + frames.SerializeToString() if frames is not None else control
+    return control if frames is None else control + frames.SerializeToString()
 
 
 def _entry(delivery: queues_pb2.Delivery) -> QueueEntry:
