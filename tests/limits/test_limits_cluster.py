@@ -66,7 +66,9 @@ def test_limits_set_on_one_node_hold_on_another() -> None:
                 connection.channel()
         assert closed.value.reply_code == 530
 
-        # The user's channels on the third node count on the first as well.
+        # The user's channels on the third node count on the first as well. The third node
+        # counts the first's channel just closed until gossip tells it otherwise.
+        wait_for(lambda: not _channel_refused(_url(third)), 15, 0.2)
         with pika.BlockingConnection(pika.URLParameters(_url(third))) as holding:
             holding.channel()
             wait_for(lambda: _channel_refused(_url(first)), 15, 0.2)
