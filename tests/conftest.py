@@ -1,4 +1,4 @@
-"""Shared fixtures: a Leveret node per test, in-process, on an ephemeral port."""
+"""Shared fixtures: a Leveret node per test, in-process, on an ephemeral port; one RabbitMQ node."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ import pika
 import pytest
 
 from tests.support.node import InProcessNode
+
+# Imported here only: each module importing a session fixture gets its own (a RabbitMQ start each).
+from tests.support.rabbitmq import rabbitmq  # noqa: F401 - fixture
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -19,7 +19,7 @@ from leveret.amqp import methods as m
 from leveret.amqp.frames import method_frame
 from leveret.session import open_sessions
 from tests.support.node import InProcessNode, wait_for
-from tests.support.rabbitmq import RabbitNode, rabbitmq  # noqa: F401 - fixture
+from tests.support.rabbitmq import RabbitNode
 from tests.support.raw_client import RawClient
 
 # How long the socket must stay open after close-ok for the test to call it "left to the client".
@@ -66,7 +66,7 @@ def test_the_socket_is_left_for_the_client_to_close(node: InProcessNode) -> None
 @pytest.mark.rabbitmq
 def test_socket_after_close_ok_same_as_rabbitmq(
     node: InProcessNode,
-    rabbitmq: RabbitNode,  # noqa: F811
+    rabbitmq: RabbitNode,
 ) -> None:
     assert socket_left_to_client(rabbitmq.amqp_port) == socket_left_to_client(node.port)
 

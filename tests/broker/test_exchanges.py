@@ -14,7 +14,6 @@ import pika.exceptions
 import pytest
 from pika.adapters.blocking_connection import BlockingChannel
 
-from tests.support.rabbitmq import rabbitmq  # noqa: F401 - fixture
 from tests.support.reference import Target
 
 # --- the broker under test ------------------------------------------------------------------------

@@ -28,7 +28,6 @@ from leveret.amqp import methods as m
 from leveret.amqp.constants import PROTOCOL_HEADER
 from leveret.amqp.frames import HEARTBEAT_FRAME, method_frame
 from tests.support.node import InProcessNode, wait_for
-from tests.support.rabbitmq import rabbitmq  # noqa: F401 - fixture
 from tests.support.raw_client import RawClient
 from tests.support.reference import Target
 

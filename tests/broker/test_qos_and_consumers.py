@@ -29,7 +29,6 @@ from pika.adapters.blocking_connection import BlockingChannel
 from leveret.amqp import methods as m
 from leveret.amqp.frames import method_frame
 from tests.support.node import wait_for
-from tests.support.rabbitmq import rabbitmq  # noqa: F401 - fixture
 from tests.support.raw_client import RawClient
 from tests.support.reference import Target
 

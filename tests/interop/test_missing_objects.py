@@ -19,7 +19,7 @@ from leveret.amqp import methods as m
 from leveret.amqp.frames import method_frame
 from tests.interop.test_side_by_side import Transcript, _channel_error, _run
 from tests.support.node import InProcessNode
-from tests.support.rabbitmq import RabbitNode, rabbitmq  # noqa: F401 - fixture
+from tests.support.rabbitmq import RabbitNode
 from tests.support.raw_client import RawClient
 
 PREFIX = "missing-"
@@ -135,7 +135,7 @@ def test_leveret_answers_as_written(
 def test_same_as_rabbitmq(
     scenario: Callable[[pika.BlockingConnection, Transcript], None],
     node: InProcessNode,
-    rabbitmq: RabbitNode,  # noqa: F811
+    rabbitmq: RabbitNode,
 ) -> None:
     expected = _run(rabbitmq.url, scenario)
     assert expected == EXPECTED[scenario], "RabbitMQ answered otherwise than written here"
@@ -167,6 +167,6 @@ def test_cancel_of_an_unknown_tag_is_cancel_ok(node: InProcessNode) -> None:
 @pytest.mark.rabbitmq
 def test_cancel_of_an_unknown_tag_same_as_rabbitmq(
     node: InProcessNode,
-    rabbitmq: RabbitNode,  # noqa: F811
+    rabbitmq: RabbitNode,
 ) -> None:
     assert cancel_unknown_tag(rabbitmq.amqp_port) == cancel_unknown_tag(node.port)

@@ -10,7 +10,7 @@ import pika.exceptions
 import pytest
 
 from tests.support.node import InProcessNode
-from tests.support.rabbitmq import RabbitNode, rabbitmq  # noqa: F401 - fixture
+from tests.support.rabbitmq import RabbitNode
 
 Transcript = list[Any]
 
@@ -146,7 +146,7 @@ SCENARIOS = [declare_errors, routing, requeue_order, mandatory_return]
 
 @pytest.mark.rabbitmq
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__)
-def test_same_as_rabbitmq(scenario, node: InProcessNode, rabbitmq: RabbitNode) -> None:  # noqa: F811
+def test_same_as_rabbitmq(scenario, node: InProcessNode, rabbitmq: RabbitNode) -> None:
     expected = _run(rabbitmq.url, scenario)
     got = _run(node.url, scenario)
     assert got == expected

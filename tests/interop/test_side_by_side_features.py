@@ -12,7 +12,7 @@ from pika.compat import long
 
 from tests.interop.test_side_by_side import Transcript, _channel_error, _run
 from tests.support.node import InProcessNode
-from tests.support.rabbitmq import RabbitNode, rabbitmq  # noqa: F401 - fixture
+from tests.support.rabbitmq import RabbitNode
 
 
 def _without_times(headers: dict[str, Any] | None) -> Any:
@@ -119,7 +119,7 @@ def features(conn: pika.BlockingConnection, seen: Transcript) -> None:
 
 
 @pytest.mark.rabbitmq
-def test_features_same_as_rabbitmq(node: InProcessNode, rabbitmq: RabbitNode) -> None:  # noqa: F811
+def test_features_same_as_rabbitmq(node: InProcessNode, rabbitmq: RabbitNode) -> None:
     expected = _run(rabbitmq.url, features)
     got = _run(node.url, features)
     assert got == expected
@@ -176,7 +176,7 @@ def header_types(conn: pika.BlockingConnection, seen: Transcript) -> None:
 
 
 @pytest.mark.rabbitmq
-def test_header_types_same_as_rabbitmq(node: InProcessNode, rabbitmq: RabbitNode) -> None:  # noqa: F811
+def test_header_types_same_as_rabbitmq(node: InProcessNode, rabbitmq: RabbitNode) -> None:
     expected = _run(rabbitmq.url, header_types)
     assert ("long", 1) in [death["count"] for death in expected[0]["x-death"]], (
         "RabbitMQ's x-death count is a long"

@@ -20,7 +20,7 @@ from leveret.amqp import methods as m
 from leveret.amqp.frames import method_frame
 from tests.interop.test_side_by_side import Transcript, _channel_error, _run
 from tests.support.node import InProcessNode
-from tests.support.rabbitmq import RabbitNode, rabbitmq  # noqa: F401 - fixture
+from tests.support.rabbitmq import RabbitNode
 from tests.support.raw_client import RawClient
 
 PREFIX = "sbs-more-"
@@ -368,7 +368,7 @@ SCENARIOS = [
 def test_same_as_rabbitmq(
     scenario: Callable[[pika.BlockingConnection, Transcript], None],
     node: InProcessNode,
-    rabbitmq: RabbitNode,  # noqa: F811
+    rabbitmq: RabbitNode,
 ) -> None:
     expected = _run(rabbitmq.url, scenario)
     got = _run(node.url, scenario)
@@ -468,6 +468,6 @@ def confirm_transcript(port: int) -> Transcript:
 
 
 @pytest.mark.rabbitmq
-def test_confirms_same_as_rabbitmq(node: InProcessNode, rabbitmq: RabbitNode) -> None:  # noqa: F811
+def test_confirms_same_as_rabbitmq(node: InProcessNode, rabbitmq: RabbitNode) -> None:
     expected = confirm_transcript(rabbitmq.amqp_port)
     assert confirm_transcript(node.port) == expected

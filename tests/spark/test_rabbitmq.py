@@ -15,7 +15,7 @@ import pytest
 
 from tests.spark.conftest import count, declare, drain, publish
 from tests.support.node import wait_for
-from tests.support.rabbitmq import RabbitNode, rabbitmq  # noqa: F401 - fixture
+from tests.support.rabbitmq import RabbitNode
 
 try:
     import pyspark  # noqa: F401 - the spark extra
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.rabbitmq
 STREAM_SECONDS = 60
 
 
-def test_a_round_trip_through_rabbitmq(spark: Any, rabbitmq: RabbitNode) -> None:  # noqa: F811
+def test_a_round_trip_through_rabbitmq(spark: Any, rabbitmq: RabbitNode) -> None:
     url = rabbitmq.url
     declare(url, "spark.rmq.in", "spark.rmq.out")
     frame = spark.createDataFrame(
@@ -70,7 +70,7 @@ def test_a_round_trip_through_rabbitmq(spark: Any, rabbitmq: RabbitNode) -> None
     assert count(url, "spark.rmq.out") == 0
 
 
-def test_a_write_rabbitmq_nacks_fails_the_task(spark: Any, rabbitmq: RabbitNode) -> None:  # noqa: F811
+def test_a_write_rabbitmq_nacks_fails_the_task(spark: Any, rabbitmq: RabbitNode) -> None:
     url = rabbitmq.url
     declare(url, "spark.rmq.full", arguments={"x-max-length": 2, "x-overflow": "reject-publish"})
     frame = spark.createDataFrame([(b"f%d" % n,) for n in range(5)], "body binary")
@@ -105,7 +105,7 @@ def _stream_query(spark: Any, url: str, sink: Any, checkpoint: str) -> Any:
 
 def test_a_rabbitmq_stream_queue_rereads_exactly_its_uncommitted_range(
     spark: Any,
-    rabbitmq: RabbitNode,  # noqa: F811
+    rabbitmq: RabbitNode,
 ) -> None:
     """RabbitMQ's offsets are Spark's: the sink keeps each batch by its id, the third batch
     fails after the sink took it, and the query restarted from its checkpoint reads that
