@@ -3,8 +3,8 @@
 A queue lives on node A. Throughput (1 producer, 1 consumer, 100 B) with the publisher on B and
 the consumer on A, then both on B, auto-ack and with confirms plus manual acks (prefetch 100;
 both on B once more with prefetch 1000, which shows what the consumer's acks crossing to the
-home node cost); the same on one standalone Leveret node as the baseline, measured in each
-round next to the cluster's runs (the idle cluster stays up meanwhile); latency p50/p99
+home node cost); each paired with the same load on one standalone Leveret node, run right
+before or after it (the idle cluster stays up meanwhile), as the baseline; latency p50/p99
 through one hop at 1k and 10k msg/s; and the time from SIGKILL of the home node until a
 consumer of its queue on another node hears basic.cancel. Both clusters run for the whole
 bench, and each round measures every scenario on each of them in turn (which goes first
@@ -59,6 +59,8 @@ THROUGHPUT: dict[str, Scenario] = {
     ),
 }
 LATENCY_RATES = (1000, 10000)
+# The machine's speed probe: enough steps to take tens of milliseconds.
+_PROBE_STEPS = 300_000
 # Where a scenario's name says the clients are ("publish B, consume A, ", ...).
 _PLACES = re.compile(r"^publish (?:and consume \w|\w, consume \w), ")
 
@@ -90,22 +92,32 @@ LATENCY_PATHS = {"latency": "B", "no hop": "A", "relay": "R"}
 
 
 def measure_round(
-    urls: dict[str, str], seconds: int, samples: dict[str, list[Any]], standalone: str | None
+    urls: dict[str, str],
+    seconds: int,
+    samples: dict[str, list[Any]],
+    standalone: str | None,
+    standalone_first: bool = True,
 ) -> None:
     """Every scenario once on the cluster at `urls` (A, B and the relay R), into `samples`.
-    With a `standalone` node, it is measured first, and each scenario's ratio to it kept."""
-    alone: dict[str, float] = {}
-    if standalone is not None:
-        alone = _measure_standalone(standalone, seconds)
-        for mode, rate in alone.items():
-            samples.setdefault(f"standalone {mode}", []).append(rate)
-        print(f"    standalone node: {alone}", flush=True)
+    With a `standalone` node, each throughput scenario is paired with a run of its mode there,
+    right before or right after it (`standalone_first`), and the pair's ratio kept: this
+    machine's speed drifts by a third within seconds (`speed ms` samples it between runs), and
+    a baseline taken minutes away from its scenario compared one state of the machine with
+    another."""
     for name, (settings, producer, consumer) in THROUGHPUT.items():
+        alone = None
+        if standalone is not None and standalone_first:
+            alone = _standalone_rate(standalone, settings, seconds, samples)
         result = _perftest(urls, settings, producer, consumer, seconds)
+        samples.setdefault("speed ms", []).append(speed_probe_ms())
+        if standalone is not None and not standalone_first:
+            alone = _standalone_rate(standalone, settings, seconds, samples)
         samples.setdefault(name, []).append(result["consumed_msg_s"])
-        if alone:
-            ratio = result["consumed_msg_s"] / max(alone[_mode(name)], 1)
+        if alone is not None:
+            samples.setdefault(f"standalone {_mode(name)}", []).append(alone)
+            ratio = result["consumed_msg_s"] / max(alone, 1)
             samples.setdefault(f"{name} to standalone", []).append(ratio)
+            print(f"    standalone node, {_mode(name)}: {alone:.0f} msg/s", flush=True)
         print(f"    {name}: {result['consumed_msg_s']:.0f} msg/s", flush=True)
     for rate in LATENCY_RATES:
         for path, producer in LATENCY_PATHS.items():
@@ -130,6 +142,9 @@ def summarise(samples: dict[str, list[Any]]) -> dict[str, Any]:
         figures["baseline"] = {
             mode: statistics.median(samples[f"standalone {mode}"]) for mode in _modes()
         }
+    if "speed ms" in samples:
+        speeds = samples["speed ms"]
+        figures["speed ms"] = (min(speeds), statistics.median(speeds), max(speeds))
     for rate in LATENCY_RATES:
         for path in LATENCY_PATHS:
             key = f"{path} {rate}"
@@ -207,15 +222,24 @@ def _modes() -> dict[str, dict[str, Any]]:
     return modes
 
 
-def _measure_standalone(url: str, seconds: int) -> dict[str, float]:
-    """The standalone node's msg/s in each mode, producer and consumer both on it."""
-    rates: dict[str, float] = {}
-    for mode, settings in _modes().items():
-        config = PerfTestConfig(
-            uri=url, queue=QUEUE, size=100, duration=seconds, warmup=2, **settings
-        )
-        rates[mode] = run_perftest(config)["consumed_msg_s"]
-    return rates
+def _standalone_rate(
+    url: str, settings: dict[str, Any], seconds: int, samples: dict[str, list[Any]]
+) -> float:
+    """The standalone node's msg/s under `settings`, producer and consumer both on it."""
+    config = PerfTestConfig(uri=url, queue=QUEUE, size=100, duration=seconds, warmup=2, **settings)
+    rate: float = run_perftest(config)["consumed_msg_s"]
+    samples.setdefault("speed ms", []).append(speed_probe_ms())
+    return rate
+
+
+def speed_probe_ms() -> float:
+    """The CPU milliseconds this process takes for a fixed piece of pure-Python work: how fast
+    the machine runs Python at the moment."""
+    started = time.process_time()
+    counts: dict[int, int] = {}
+    for number in range(_PROBE_STEPS):
+        counts[number & 1023] = counts.get(number & 1023, 0) + number
+    return (time.process_time() - started) * 1000
 
 
 def _idle_cores(pids: list[int], seconds: float = 5.0) -> float:
@@ -252,7 +276,7 @@ def paired_run(seconds: int, rounds: int) -> tuple[dict[str, Any], dict[str, Any
                 print(f"  round {number} of {rounds}", flush=True)
                 for name, urls, standalone in brokers if number % 2 else brokers[::-1]:
                     print(f"   {name}", flush=True)
-                    measure_round(urls, seconds, samples[name], standalone)
+                    measure_round(urls, seconds, samples[name], standalone, number % 2 == 1)
         leveret, rabbitmq = summarise(samples["Leveret"]), summarise(samples["RabbitMQ"])
         leveret["idle clusters cores"] = idle
         leveret["cancel"] = cancel_seconds(ours["B"], ours["A"], cluster.nodes[0].kill)
@@ -298,10 +322,14 @@ def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int, rounds
         )
     lines += [
         "",
-        "Standalone Leveret node (same load, producer and consumer on it), measured at the "
-        "start of each of Leveret's turns, the idle clusters beside it: "
+        "Standalone Leveret node (same load, producer and consumer on it, the idle clusters "
+        "beside it), run right before each scenario's run on the cluster in one round and "
+        "right after it in the next: "
         + "; ".join(f"{mode}: {value:,.0f} msg/s" for mode, value in baseline.items())
-        + f". A scenario's ratio to it is the median of the {rounds} rounds' ratios.",
+        + f" (medians). A scenario's ratio to it is the median of the {rounds} pairs' ratios. "
+        "Pairs because the machine's speed drifts within seconds: a fixed piece of pure-Python "
+        "work, timed after every run, took {:.0f} / {:.0f} / {:.0f} ms of CPU (lowest / median "
+        "/ highest).".format(*_speeds(leveret, rabbit)),
         "",
         "| latency through one hop (publish B, consume A) | Leveret p50 / p99 µs "
         "| RabbitMQ p50 / p99 µs |",
@@ -339,6 +367,12 @@ def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int, rounds
         END_MARK,
     ]
     return "\n".join(lines)
+
+
+def _speeds(*figures: dict[str, Any]) -> tuple[float, float, float]:
+    """The speed probe's lowest, median and highest over both brokers' rounds."""
+    lows, medians, highs = zip(*(each["speed ms"] for each in figures), strict=True)
+    return min(lows), statistics.median(medians), max(highs)
 
 
 def _range(figures: dict[str, Any], name: str) -> str:
