@@ -101,9 +101,9 @@ def measure_round(
     """Every scenario once on the cluster at `urls` (A, B and the relay R), into `samples`.
     With a `standalone` node, each throughput scenario is paired with a run of its mode there,
     right before or right after it (`standalone_first`), and the pair's ratio kept: this
-    machine's speed drifts by a third within seconds (`speed ms` samples it between runs), and
-    a baseline taken minutes away from its scenario compared one state of the machine with
-    another."""
+    machine's speed drifts by half within seconds (`speed ms` samples it after each throughput
+    run), and a baseline taken minutes away from its scenario compared one state of the machine
+    with another."""
     for name, (settings, producer, consumer) in THROUGHPUT.items():
         alone = None
         if standalone is not None and standalone_first:
@@ -328,8 +328,8 @@ def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int, rounds
         + "; ".join(f"{mode}: {value:,.0f} msg/s" for mode, value in baseline.items())
         + f" (medians). A scenario's ratio to it is the median of the {rounds} pairs' ratios. "
         "Pairs because the machine's speed drifts within seconds: a fixed piece of pure-Python "
-        "work, timed after every run, took {:.0f} / {:.0f} / {:.0f} ms of CPU (lowest / median "
-        "/ highest).".format(*_speeds(leveret, rabbit)),
+        "work, timed after every throughput run, took {:.0f} / {:.0f} / {:.0f} ms of CPU "
+        "(lowest / median / highest).".format(*_speeds(leveret, rabbit)),
         "",
         "| latency through one hop (publish B, consume A) | Leveret p50 / p99 µs "
         "| RabbitMQ p50 / p99 µs |",
