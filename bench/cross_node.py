@@ -105,20 +105,24 @@ def measure_round(
     run), and a baseline taken minutes away from its scenario compared one state of the machine
     with another."""
     for name, (settings, producer, consumer) in THROUGHPUT.items():
-        alone = None
-        if standalone is not None and standalone_first:
-            alone = _standalone_rate(standalone, settings, seconds, samples)
-        result = _perftest(urls, settings, producer, consumer, seconds)
-        samples.setdefault("speed ms", []).append(speed_probe_ms())
-        if standalone is not None and not standalone_first:
-            alone = _standalone_rate(standalone, settings, seconds, samples)
-        samples.setdefault(name, []).append(result["consumed_msg_s"])
-        if alone is not None:
-            samples.setdefault(f"standalone {_mode(name)}", []).append(alone)
-            ratio = result["consumed_msg_s"] / max(alone, 1)
-            samples.setdefault(f"{name} to standalone", []).append(ratio)
-            print(f"    standalone node, {_mode(name)}: {alone:.0f} msg/s", flush=True)
-        print(f"    {name}: {result['consumed_msg_s']:.0f} msg/s", flush=True)
+        # Where each run's clients connect, in the order the runs go.
+        runs = {"cluster": (urls, producer, consumer)}
+        if standalone is not None:
+            alone = {"standalone": ({"A": standalone}, "A", "A")}
+            runs = {**alone, **runs} if standalone_first else {**runs, **alone}
+        rates: dict[str, float] = {}
+        for run, (where, publish_on, consume_on) in runs.items():
+            result = _perftest(where, settings, publish_on, consume_on, seconds)
+            rates[run] = result["consumed_msg_s"]
+            samples.setdefault("speed ms", []).append(speed_probe_ms())
+        rate = rates["cluster"]
+        samples.setdefault(name, []).append(rate)
+        if "standalone" in rates:
+            alone_rate = rates["standalone"]
+            samples.setdefault(f"standalone {_mode(name)}", []).append(alone_rate)
+            samples.setdefault(f"{name} to standalone", []).append(rate / max(alone_rate, 1))
+            print(f"    standalone node, {_mode(name)}: {alone_rate:.0f} msg/s", flush=True)
+        print(f"    {name}: {rate:.0f} msg/s", flush=True)
     for rate in LATENCY_RATES:
         for path, producer in LATENCY_PATHS.items():
             settings = {"auto_ack": True, "rate": float(rate)}
@@ -220,16 +224,6 @@ def _modes() -> dict[str, dict[str, Any]]:
     for name, (settings, _, _) in THROUGHPUT.items():
         modes.setdefault(_mode(name), settings)
     return modes
-
-
-def _standalone_rate(
-    url: str, settings: dict[str, Any], seconds: int, samples: dict[str, list[Any]]
-) -> float:
-    """The standalone node's msg/s under `settings`, producer and consumer both on it."""
-    config = PerfTestConfig(uri=url, queue=QUEUE, size=100, duration=seconds, warmup=2, **settings)
-    rate: float = run_perftest(config)["consumed_msg_s"]
-    samples.setdefault("speed ms", []).append(speed_probe_ms())
-    return rate
 
 
 def speed_probe_ms() -> float:
