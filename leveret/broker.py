@@ -18,6 +18,7 @@ from .pending_writes import PendingWrites
 from .persistence import MessageStores
 from .policy_effects import apply_to_exchange, apply_to_queue, follow_policies
 from .queues.remote import HomeLinks
+from .server.busy_poll import BusyPoll
 from .vhost import VirtualHost
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,8 @@ class Broker:
         # Connections (clients', home sessions of links) with output waiting for the end of this
         # turn of the event loop.
         self.pending_writes = PendingWrites()
+        # Keeps the event loop polling for a while after the sockets brought something.
+        self.busy_poll = BusyPoll(config.busy_poll_microseconds / 1e6)
         # The federation links this node runs, when the node has the federation extension.
         self.federation: FederationLinks | None = None
         # How many connections ("vhost", "user") or channels ("user_channels") the other nodes

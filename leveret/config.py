@@ -13,6 +13,7 @@ from typing import Any
 
 from .consumer_timeout import DEFAULT_CONSUMER_TIMEOUT_MS
 from .placement import CONFIGURABLE_LOCATORS
+from .server.busy_poll import DEFAULT_WINDOW_MICROSECONDS
 from .store.disk_monitor import parse_disk_free_limit
 from .tls import TLSConfigError, TLSSettings, parse_settings
 
@@ -97,6 +98,9 @@ class Config:
     consumer_timeout: int = DEFAULT_CONSUMER_TIMEOUT_MS
     # Publishes a connection may have unconfirmed before it is read no further (0: no cap).
     max_unconfirmed_per_connection: int = DEFAULT_MAX_UNCONFIRMED
+    # Microseconds the event loop keeps polling after the sockets brought something, before it
+    # sleeps (server/busy_poll.py; RabbitMQ's scheduler busy wait). 0: it sleeps at once.
+    busy_poll_microseconds: int = DEFAULT_WINDOW_MICROSECONDS
     # Failed connections (an error the node closed them for, a handshake abandoned or timed
     # out) from one address within the window (seconds) that mark it (0: never); a marked
     # address's new connections are read at the rate a second, up to max_held wait, the rest
@@ -547,6 +551,12 @@ SETTINGS: dict[str, Setting] = {
         "a whole number of messages (0: no cap)",
         "stop reading a confirm publisher with this many publishes unconfirmed, until half "
         "are confirmed",
+    ),
+    "busy_poll_microseconds": Setting(
+        _in_range(0, 1_000_000),
+        "a whole number of microseconds from 0 to 1000000 (0: sleep at once)",
+        "how long the node keeps polling its sockets after they brought something before it "
+        "sleeps: lower latency, for CPU time while traffic flows",
     ),
     "admission_failures": Setting(
         _in_range(0, 2**31),

@@ -132,6 +132,7 @@ class ClusterPlugin:
             self.service.peers,
             lambda: self.service.applied_index,
             lambda: self._broker.connections_mid_read > 0,
+            self._broker.busy_poll.input_arrived,
             tls.client_context() if tls else None,
         )
         self.service.heard_from = self._links.heard_from

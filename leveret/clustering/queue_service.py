@@ -121,6 +121,7 @@ class _Home:
         # going back (the session's own flush waits there too), leave now rather than at the
         # end of the turn.
         self._broker.pending_writes.flush()
+        self._broker.busy_poll.input_arrived()
 
     def ended(self) -> None:
         self.session.close()

@@ -136,6 +136,7 @@ class AMQPProtocol(asyncio.Protocol):
     # --- asyncio.Protocol, continued ------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
+        self.broker.busy_poll.input_arrived()
         self._last_received = time.monotonic()
         self._bytes_seen = True
         if self._held:
