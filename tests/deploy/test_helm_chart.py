@@ -476,6 +476,9 @@ def test_configuration_from_values(rendered: dict[str, list[Manifest]]) -> None:
     assert "memory_high_watermark" not in tomllib.loads(toml_of(rendered["persistence-off.yaml"]))
     five = tomllib.loads(toml_of(rendered["five-hard.yaml"]))
     assert five["memory_high_watermark"] == int(0.4 * 2 * 1024**3)
+    # A CPU limit: the node does not poll while idle (the quota would pay for it); none, it does.
+    assert five["busy_poll_microseconds"] == 0
+    assert "busy_poll_microseconds" not in defaults
 
 
 def test_a_changed_configuration_rolls_the_pods(helm: ModuleType) -> None:
