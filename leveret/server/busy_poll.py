@@ -22,8 +22,8 @@ class BusyPoll:
 
     Polling is a callback the loop runs on every pass, which keeps it from blocking in epoll.
     A pass that brought no input gives the CPU to any other process that can run on it
-    (sched_yield), so that polling never delays a client or another node on the machine; a
-    pass with input does not, so a busy node pays one call a pass and nothing more.
+    (sched_yield), so that a client or another node on the machine waits for it no longer
+    than one pass; a pass with input does not, so a busy node pays one call a pass.
     """
 
     def __init__(self, window: float) -> None:
