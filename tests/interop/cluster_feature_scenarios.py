@@ -32,13 +32,22 @@ from tests.support.node import wait_for
 A, B, C = 0, 1, 2
 
 
-def _message_count(url: str, queue: str) -> int | None:
-    """The queue's count as a passive declare through `url` gives it (None: no such queue)."""
+def _message_count(url: str, queue: str) -> int:
+    """The queue's count as a passive declare through `url` gives it."""
+    with connect(url) as conn:
+        count: int = conn.channel().queue_declare(queue, passive=True).method.message_count
+        return count
+
+
+def _gone(url: str, queue: str) -> bool:
+    """Whether a passive declare through `url` answers 404. An exclusive queue that still lives
+    answers 405 to other connections: that is not its end."""
     with connect(url) as conn:
         try:
-            return conn.channel().queue_declare(queue, passive=True).method.message_count
-        except pika.exceptions.ChannelClosedByBroker:
-            return None
+            conn.channel().queue_declare(queue, passive=True)
+        except pika.exceptions.ChannelClosedByBroker as closed:
+            return closed.reply_code == 404
+        return False
 
 
 def _get_all(channel: Any, queue: str) -> list[Any]:
@@ -128,7 +137,7 @@ def exclusive_queue_of_another_connection(three: ThreeNodes) -> Transcript:
         attempt(other, seen, lambda c: c.queue_delete(queue) and "deleted")
         attempt(other, seen, lambda c: c.basic_publish("", queue, b"from C") or "published")
         owner.close()
-        wait_for(lambda: _message_count(three.url(C), queue) is None, 10, 0.05)
+        wait_for(lambda: _gone(three.url(C), queue), 10, 0.05)
         attempt(other, seen, lambda c: c.queue_declare(queue, passive=True).method.queue)
     return seen
 
@@ -163,7 +172,7 @@ def deleting_queues_used_through_other_nodes(three: ThreeNodes) -> Transcript:
             other, seen, lambda c: c.queue_declare("sbs-auto", passive=True).method.consumer_count
         )
         channel.basic_cancel(tag)
-        wait_for(lambda: _message_count(three.url(C), "sbs-auto") is None, 10, 0.05)
+        wait_for(lambda: _gone(three.url(C), "sbs-auto"), 10, 0.05)
         attempt(other, seen, lambda c: c.queue_declare("sbs-auto", passive=True).method.queue)
         attempt(other, seen, lambda c: c.queue_delete("sbs-used").method.message_count)
         deadline = time.monotonic() + 5
