@@ -57,9 +57,11 @@ def test_limits_set_on_one_node_hold_on_another() -> None:
                 "vhost '/' (1) is reached"
             )
 
-        # A user limit set through the third node holds on the first.
+        # A user limit set through the third node holds on the first. The first node counts
+        # the third's channel just closed (kept's) until gossip tells it otherwise.
         assert third.ctl("set_user_limits", "guest", '{"max-channels": 1}').code == 0
         wait_for(lambda: "max-channels" in first.ctl("list_user_limits").out, 10, 0.1)
+        wait_for(lambda: not _channel_refused(_url(first)), 15, 0.2)
         with pika.BlockingConnection(pika.URLParameters(_url(first))) as connection:
             connection.channel()
             with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as closed:
