@@ -9,15 +9,6 @@ import time
 # How long the event loop polls after the last input by default: longer than the gap between
 # messages at 1,000 msg/s, so that a steady stream never lets the node sleep.
 DEFAULT_WINDOW_MICROSECONDS = 2000
-# Input that comes less than this apart (on average) stops polling: the node sleeps only
-# briefly between inputs then. At 10,000 msg/s through one hop, polling gave a p50 of 124-218
-# µs against 195-251 without it, but a p99 of 1.1-2.4 ms against 1.0-1.5 (8 paired runs): a
-# poller is always runnable, so on a machine whose cores are all busy its input waits for the
-# scheduler to come back to it, while a sleeping process is woken at once.
-DENSE_INPUT_SECONDS = 300e-6
-# Gaps between inputs count for at most this much in their average, so that the first burst
-# after a long idle time is seen as dense after a dozen inputs.
-_LONGEST_GAP = 0.01
 
 
 class BusyPoll:
@@ -32,8 +23,7 @@ class BusyPoll:
     Polling is a callback the loop runs on every pass, which keeps it from blocking in epoll.
     A pass that brought no input gives the CPU to any other process that can run on it
     (sched_yield), so that a client or another node on the machine waits for it no longer
-    than one pass; a pass with input does not, so a busy node pays one call a pass. Input
-    that comes less than DENSE_INPUT_SECONDS apart stops polling (see there).
+    than one pass; a pass with input does not, so a busy node pays one call a pass.
     """
 
     def __init__(self, window: float) -> None:
@@ -41,7 +31,6 @@ class BusyPoll:
         self._polling = False
         self._input_seen = False  # since the last pass
         self._last_input = 0.0
-        self._average_gap = _LONGEST_GAP  # between passes that saw input
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def input_arrived(self) -> None:
@@ -64,12 +53,7 @@ class BusyPoll:
         now = time.monotonic()
         if self._input_seen:
             self._input_seen = False
-            gap = min(now - self._last_input, _LONGEST_GAP)
-            self._average_gap += (gap - self._average_gap) * 0.25
             self._last_input = now
-            if self._average_gap < DENSE_INPUT_SECONDS:
-                self._polling = False
-                return
         elif now - self._last_input > self.window:
             self._polling = False
             return

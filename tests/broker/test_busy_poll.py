@@ -44,36 +44,6 @@ def test_polls_while_input_comes_and_stops_a_window_after_it() -> None:
     asyncio.run(scenario())
 
 
-def test_dense_input_stops_polling() -> None:
-    """Input on every pass of the loop (far more often than DENSE_INPUT_SECONDS apart) keeps
-    the node awake by itself: polling stops within a few dozen passes, and input that comes
-    sparsely again brings it back."""
-
-    async def scenario() -> None:
-        poll = BusyPoll(0.02)
-        passes = 0
-
-        def feed() -> None:
-            nonlocal passes
-            passes += 1
-            poll.input_arrived()
-            if passes < 1000:
-                asyncio.get_running_loop().call_soon(feed)
-
-        asyncio.get_running_loop().call_soon(feed)
-        while passes < 1000:
-            await asyncio.sleep(0)
-        await asyncio.sleep(0)  # the pass that saw the last input
-        assert not poll.polling
-        for _ in range(20):  # 5 ms apart: sparse
-            await asyncio.sleep(0.005)
-            poll.input_arrived()
-        await asyncio.sleep(0.001)
-        assert poll.polling
-
-    asyncio.run(scenario())
-
-
 def test_a_window_of_zero_never_polls() -> None:
     async def scenario() -> None:
         poll = BusyPoll(0)
