@@ -333,6 +333,9 @@ def test_connections_that_do_not_publish_keep_working_during_an_alarm(node: InPr
         ch.queue_declare("work")
         ch.basic_publish("", "work", b"before")
         ch.basic_publish("", "work", b"before-2")
+        # The node has read both publishes before the alarm: one it read during the alarm would
+        # block this connection, rightly (as RabbitMQ does).
+        assert ch.queue_declare("work", passive=True).method.message_count == 2
         _alarm(node, "memory", True)
         method, _props, body = ch.basic_get("work")
         assert body == b"before"
