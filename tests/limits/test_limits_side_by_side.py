@@ -45,6 +45,10 @@ def _first_connection(url: str) -> pika.BlockingConnection:
     return connection
 
 
+# Permissions to configure, write and read every resource.
+_EVERYTHING = {"configure": ".*", "write": ".*", "read": ".*"}
+
+
 @contextlib.contextmanager
 def _own_vhost(broker: Broker, name: str) -> Iterator[str]:
     """A vhost no other test connects to, guest allowed in; the URL of guest's connections.
@@ -54,8 +58,7 @@ def _own_vhost(broker: Broker, name: str) -> Iterator[str]:
     '/' and guest, a limit of 1 would then refuse every later connection.
     """
     assert broker.http("PUT", f"/api/vhosts/{name}", {})[0] in (201, 204)
-    everything = {"configure": ".*", "write": ".*", "read": ".*"}
-    assert broker.http("PUT", f"/api/permissions/{name}/guest", everything)[0] in (201, 204)
+    assert broker.http("PUT", f"/api/permissions/{name}/guest", _EVERYTHING)[0] in (201, 204)
     try:
         yield broker.url(vhost=name)
     finally:
@@ -67,8 +70,7 @@ def _own_user(broker: Broker, name: str) -> Iterator[str]:
     """A user nobody else connects as, allowed into '/'; the URL of its connections."""
     user = {"password": name, "tags": ""}
     assert broker.http("PUT", f"/api/users/{name}", user)[0] in (201, 204)
-    everything = {"configure": ".*", "write": ".*", "read": ".*"}
-    assert broker.http("PUT", f"/api/permissions/%2F/{name}", everything)[0] in (201, 204)
+    assert broker.http("PUT", f"/api/permissions/%2F/{name}", _EVERYTHING)[0] in (201, 204)
     try:
         yield broker.url(user=name, password=name)
     finally:
