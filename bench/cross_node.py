@@ -35,7 +35,7 @@ import pika
 
 from bench.cluster_bench import BenchCluster, rabbitmq_version, wait
 from bench.perftest import PerfTestConfig, run_perftest
-from bench.procinfo import cpu_seconds, process_group_pids
+from bench.procinfo import cpu_seconds, machine_busy_seconds, process_group_pids
 from bench.sections import marks, write_section
 from tests.support.rabbitmq_cluster import RabbitCluster, start_rabbitmq_cluster
 
@@ -97,13 +97,15 @@ def measure_round(
     samples: dict[str, list[Any]],
     standalone: str | None,
     standalone_first: bool = True,
+    node_pids: dict[str, list[int]] | None = None,
 ) -> None:
     """Every scenario once on the cluster at `urls` (A, B and the relay R), into `samples`.
     With a `standalone` node, each throughput scenario is paired with a run of its mode there,
     right before or right after it (`standalone_first`), and the pair's ratio kept: this
     machine's speed drifts by half within seconds (`speed ms` samples it after each throughput
     run), and a baseline taken minutes away from its scenario compared one state of the machine
-    with another."""
+    with another. `node_pids` ("cluster", "standalone"): the brokers' processes, whose cores
+    each throughput run records beside the whole machine's."""
     for name, (settings, producer, consumer) in THROUGHPUT.items():
         # Where each run's clients connect, in the order the runs go.
         runs = {"cluster": (urls, producer, consumer)}
@@ -111,15 +113,20 @@ def measure_round(
             alone = {"standalone": ({"A": standalone}, "A", "A")}
             runs = {**alone, **runs} if standalone_first else {**runs, **alone}
         rates: dict[str, float] = {}
+        cores: dict[str, tuple[float, float]] = {}
         for run, (where, publish_on, consume_on) in runs.items():
+            pids = (node_pids or {}).get(run, [])
+            mark = _cpu_mark(pids)  # (the load generator's start and warm-up included)
             result = _perftest(where, settings, publish_on, consume_on, seconds)
-            rates[run] = result["consumed_msg_s"]
+            rates[run], cores[run] = result["consumed_msg_s"], _cores_since(mark, pids)
             samples.setdefault("speed ms", []).append(speed_probe_ms())
         rate = rates["cluster"]
         samples.setdefault(name, []).append(rate)
+        samples.setdefault(f"{name} cores", []).append(cores["cluster"])
         if "standalone" in rates:
             alone_rate = rates["standalone"]
             samples.setdefault(f"standalone {_mode(name)}", []).append(alone_rate)
+            samples.setdefault(f"{name} standalone cores", []).append(cores["standalone"])
             samples.setdefault(f"{name} to standalone", []).append(rate / max(alone_rate, 1))
             print(f"    standalone node, {_mode(name)}: {alone_rate:.0f} msg/s", flush=True)
         print(f"    {name}: {rate:.0f} msg/s", flush=True)
@@ -140,6 +147,11 @@ def summarise(samples: dict[str, list[Any]]) -> dict[str, Any]:
     for name in THROUGHPUT:
         figures[name] = statistics.median(samples[name])
         figures[f"{name} range"] = (min(samples[name]), max(samples[name]))
+        for cores in (f"{name} cores", f"{name} standalone cores"):
+            if cores in samples:
+                figures[cores] = tuple(
+                    statistics.median(run[index] for run in samples[cores]) for index in (0, 1)
+                )
         if f"{name} to standalone" in samples:
             figures[f"{name} to standalone"] = statistics.median(samples[f"{name} to standalone"])
     if any(key.startswith("standalone ") for key in samples):
@@ -236,6 +248,21 @@ def speed_probe_ms() -> float:
     return (time.process_time() - started) * 1000
 
 
+def _cpu_mark(pids: list[int]) -> tuple[float, float, float]:
+    """Now, and the CPU seconds `pids` and the whole machine have used so far."""
+    return time.monotonic(), cpu_seconds(pids), machine_busy_seconds()
+
+
+def _cores_since(mark: tuple[float, float, float], pids: list[int]) -> tuple[float, float]:
+    """The cores `pids` and the whole machine kept busy on average since `mark`."""
+    started, nodes_before, machine_before = mark
+    elapsed = max(time.monotonic() - started, 1e-9)
+    return (
+        (cpu_seconds(pids) - nodes_before) / elapsed,
+        (machine_busy_seconds() - machine_before) / elapsed,
+    )
+
+
 def _idle_cores(pids: list[int], seconds: float = 5.0) -> float:
     """The cores the processes use while nothing is asked of them."""
     before = cpu_seconds(pids)
@@ -256,21 +283,25 @@ def paired_run(seconds: int, rounds: int) -> tuple[dict[str, Any], dict[str, Any
         rabbit = start_rabbitmq_cluster(3)
         ours = {"A": cluster.nodes[0].amqp_url, "B": cluster.nodes[1].amqp_url}
         theirs = {"A": rabbit.nodes[0].url, "B": rabbit.nodes[1].url}
-        idle = _idle_cores(
-            [node.proc.pid for node in cluster.nodes if node.proc is not None]
-            + [pid for node in rabbit.nodes for pid in process_group_pids(node.pid)]
-        )
+        our_pids = {
+            "cluster": [node.proc.pid for node in cluster.nodes if node.proc is not None],
+            "standalone": [single.nodes[0].proc.pid] if single.nodes[0].proc else [],
+        }
+        their_pids = {
+            "cluster": [pid for node in rabbit.nodes for pid in process_group_pids(node.pid)]
+        }
+        idle = _idle_cores(our_pids["cluster"] + their_pids["cluster"])
         samples: dict[str, dict[str, list[Any]]] = {"Leveret": {}, "RabbitMQ": {}}
         with _relay_to(ours["A"]) as our_relay, _relay_to(theirs["A"]) as their_relay:
             brokers = [
-                ("Leveret", {**ours, "R": our_relay}, single.nodes[0].amqp_url),
-                ("RabbitMQ", {**theirs, "R": their_relay}, None),
+                ("Leveret", {**ours, "R": our_relay}, single.nodes[0].amqp_url, our_pids),
+                ("RabbitMQ", {**theirs, "R": their_relay}, None, their_pids),
             ]
             for number in range(1, rounds + 1):
                 print(f"  round {number} of {rounds}", flush=True)
-                for name, urls, standalone in brokers if number % 2 else brokers[::-1]:
+                for name, urls, standalone, pids in brokers if number % 2 else brokers[::-1]:
                     print(f"   {name}", flush=True)
-                    measure_round(urls, seconds, samples[name], standalone, number % 2 == 1)
+                    measure_round(urls, seconds, samples[name], standalone, number % 2 == 1, pids)
         leveret, rabbitmq = summarise(samples["Leveret"]), summarise(samples["RabbitMQ"])
         leveret["idle clusters cores"] = idle
         leveret["cancel"] = cancel_seconds(ours["B"], ours["A"], cluster.nodes[0].kill)
@@ -325,6 +356,19 @@ def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int, rounds
         "work, timed after every throughput run, took {:.0f} / {:.0f} / {:.0f} ms of CPU "
         "(lowest / median / highest).".format(*_speeds(leveret, rabbit)),
         "",
+        f"Cores busy during the throughput runs, on average over each run (its start and "
+        f"warm-up included), as the brokers' processes / the whole machine of {os.cpu_count()} "
+        "cores (medians):",
+        "",
+        "| scenario | Leveret cluster | its single node | RabbitMQ cluster |",
+        "| --- | --- | --- | --- |",
+        *(
+            f"| {name} | {_cores(leveret, f'{name} cores')} "
+            f"| {_cores(leveret, f'{name} standalone cores')} "
+            f"| {_cores(rabbit, f'{name} cores')} |"
+            for name in THROUGHPUT
+        ),
+        "",
         "| latency through one hop (publish B, consume A) | Leveret p50 / p99 µs "
         "| RabbitMQ p50 / p99 µs |",
         "| --- | --- | --- |",
@@ -367,6 +411,13 @@ def _speeds(*figures: dict[str, Any]) -> tuple[float, float, float]:
     """The speed probe's lowest, median and highest over both brokers' rounds."""
     lows, medians, highs = zip(*(each["speed ms"] for each in figures), strict=True)
     return min(lows), statistics.median(medians), max(highs)
+
+
+def _cores(figures: dict[str, Any], key: str) -> str:
+    if key not in figures:
+        return ""
+    nodes, machine = figures[key]
+    return f"{nodes:.2f} / {machine:.2f}"
 
 
 def _range(figures: dict[str, Any], name: str) -> str:

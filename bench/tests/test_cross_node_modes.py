@@ -25,13 +25,16 @@ def test_each_scenario_has_a_standalone_mode_with_its_own_settings() -> None:
 
 def _samples(paired: bool) -> dict[str, list[Any]]:
     """Two rounds' worth: every scenario at 100 then 300 msg/s, its standalone pair at 200 and
-    then 300 (ratios 0.5 and 1.0), the speed probe at 10, 20 and 40 ms."""
+    then 300 (ratios 0.5 and 1.0), the speed probe at 10, 20 and 40 ms, and the cores the
+    brokers and the machine used in each run."""
     samples: dict[str, list[Any]] = {"speed ms": [10.0, 20.0, 40.0]}
     for name in THROUGHPUT:
         samples[name] = [100.0, 300.0]
+        samples[f"{name} cores"] = [(1.0, 1.5), (1.2, 2.0)]
         if paired:
             samples.setdefault(f"standalone {_mode(name)}", []).extend([200.0, 300.0])
             samples[f"{name} to standalone"] = [0.5, 1.0]
+            samples[f"{name} standalone cores"] = [(0.9, 1.25), (1.1, 1.25)]
     for rate in LATENCY_RATES:
         for path in LATENCY_PATHS:
             samples[f"{path} {rate}"] = [(100, 900), (None, None)]
@@ -51,6 +54,8 @@ def test_a_scenarios_ratio_is_the_median_of_its_pairs_and_the_drift_is_reported(
         in text
     )
     assert "took 10 / 20 / 40 ms of CPU" in text
+    # The cores each side used: the median of the runs' nodes and machine figures.
+    assert "| publish B, consume A, auto-ack | 1.10 / 1.75 | 1.00 / 1.25 | 1.10 / 1.75 |" in text
 
 
 def test_the_speed_probe_takes_some_cpu_time() -> None:
