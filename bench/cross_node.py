@@ -97,8 +97,8 @@ def measure_round(
     seconds: int,
     samples: dict[str, list[Any]],
     standalone: str | None,
-    standalone_first: bool = True,
-    node_pids: dict[str, list[int]] | None = None,
+    standalone_first: bool,
+    node_pids: dict[str, list[int]],
 ) -> None:
     """Every scenario once on the cluster at `urls` (A, B and the relay R), into `samples`.
     With a `standalone` node, each throughput scenario is paired with a run of its mode there,
@@ -116,7 +116,7 @@ def measure_round(
         rates: dict[str, float] = {}
         cores: dict[str, tuple[float, float]] = {}
         for run, (where, publish_on, consume_on) in runs.items():
-            pids = (node_pids or {}).get(run, [])
+            pids = node_pids.get(run, [])
             mark = _cpu_mark(pids)  # (the load generator's start and warm-up included)
             result = _perftest(where, settings, publish_on, consume_on, seconds)
             rates[run], cores[run] = result["consumed_msg_s"], _cores_since(mark, pids)
@@ -266,9 +266,9 @@ def _cores_since(mark: tuple[float, float, float], pids: list[int]) -> tuple[flo
 
 def _idle_cores(pids: list[int], seconds: float = 5.0) -> float:
     """The cores the processes use while nothing is asked of them."""
-    before = cpu_seconds(pids)
+    mark = _cpu_mark(pids)
     time.sleep(seconds)
-    return (cpu_seconds(pids) - before) / seconds
+    return _cores_since(mark, pids)[0]
 
 
 def paired_run(seconds: int, rounds: int) -> tuple[dict[str, Any], dict[str, Any]]:
