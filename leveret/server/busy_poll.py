@@ -17,8 +17,9 @@ class BusyPoll:
     A process that sleeps between messages wakes up late and runs slowly: on a virtual machine
     an idle CPU halts, and the caches are cold when it resumes. Parsing one publish took 2.5 µs
     on a node that never slept, 6.5 µs after a 50 µs sleep and 10-20 µs after 1 ms, and a lone
-    message spent about 40 µs in a node that had slept. RabbitMQ's Erlang schedulers busy-wait
-    before they sleep for the same reason.
+    message spent about 40 µs in a node that had slept. Erlang's schedulers busy-wait before
+    they sleep for the same reason, though RabbitMQ 3.10.8's start script turns that off
+    (`+sbwt none`) and binds its schedulers to cores instead (`+stbt db`).
 
     Polling is a callback the loop runs on every pass, which keeps it from blocking in epoll.
     A pass that brought no input gives the CPU to any other process that can run on it
