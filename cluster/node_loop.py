@@ -259,12 +259,19 @@ class RaftLoop:
         loop = asyncio.get_running_loop()
         tick = self._settings.tick_seconds
         next_tick = loop.time() + tick
+        idle = 1  # ticks the loop may sleep through (see below)
         try:
             while not self._stopping:
                 now = loop.time()
                 if now >= next_tick:
-                    self._take(self.raft.tick())
-                    next_tick = max(next_tick + tick, now + tick / 2)
+                    # The ticks the loop slept through are owed, up to the one that does
+                    # something; ticks it was late for beyond that (a stalled process) are
+                    # dropped, so that a node that wakes from a pause does not campaign at once.
+                    due = min(idle, 1 + int((now - next_tick) / tick))
+                    idle = 1
+                    for _ in range(due):
+                        self._take(self.raft.tick())
+                    next_tick = max(next_tick + due * tick, now + tick / 2)
                 steps = min(len(self._inbox), _MAX_STEPS_PER_TURN)
                 for _ in range(steps):
                     self._take(self.raft.step(self._inbox.popleft()))
@@ -279,8 +286,13 @@ class RaftLoop:
                 if self._inbox or self._unproposed:
                     continue
                 self._wakeup.clear()
+                # An idle node sleeps until the tick that does something (a heartbeat to send,
+                # an election timeout) rather than waking for every tick: each wake-up of an
+                # idle node takes a core from the nodes that serve messages.
+                idle = self.raft.idle_ticks()
+                wake_at = next_tick + (idle - 1) * tick
                 try:
-                    async with asyncio.timeout(max(next_tick - loop.time(), 0)):
+                    async with asyncio.timeout(max(wake_at - loop.time(), 0)):
                         await self._wakeup.wait()
                 except TimeoutError:
                     pass

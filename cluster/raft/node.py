@@ -216,6 +216,40 @@ class RaftNode:
             self._tick_election()
         return self.ready()
 
+    def idle_ticks(self) -> int:
+        """How many ticks may pass, with no message or proposal, before one that does
+        something: a driver with nothing else to do may sleep that long, then tick that many
+        times in a row. The earlier ones only count (a follower's election clock, a leader's
+        heartbeat clock); the last one campaigns, sends heartbeats or finds the quorum lost."""
+        cfg = self._config
+        if self._role is not Role.LEADER:
+            if self.id not in self._voters:
+                return cfg.election_tick  # never campaigns: it only counts
+            return max(1, self._election_timeout - self._election_elapsed)
+        if self._transferee is not None or any(
+            progress.state is ProgressState.SNAPSHOT for progress in self._progress.values()
+        ):
+            return 1  # those count every tick toward a retry
+        due = cfg.heartbeat_tick - self._heartbeat_elapsed
+        if cfg.check_quorum:
+            # The quorum is lost on the first tick after which fewer than a majority (this node
+            # counts) were heard from within election_tick ticks: when the latest of the
+            # majority's last answers is election_tick old.
+            others_needed = quorum_size(len(self._voters)) - (1 if self.id in self._voters else 0)
+            if others_needed > 0:
+                heard = sorted(
+                    (
+                        self._progress[voter].heard_at
+                        for voter in self._voters
+                        if voter != self.id and voter in self._progress
+                    ),
+                    reverse=True,
+                )
+                if len(heard) < others_needed:
+                    return 1
+                due = min(due, heard[others_needed - 1] + cfg.election_tick - self._ticks)
+        return max(1, due)
+
     def step(self, message: Message) -> Ready:
         """Take one message from a peer."""
         if message.dst == self.id:

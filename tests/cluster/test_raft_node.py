@@ -155,6 +155,39 @@ def test_check_quorum_makes_an_isolated_leader_step_down() -> None:
     assert cluster.nodes["a"].leader_id is None
 
 
+def quiet_ticks(node: RaftNode, times: int) -> None:
+    """Tick `node` `times` times, each of which must send nothing and change no role."""
+    role = node.role
+    for _ in range(times):
+        assert node.tick().messages == ()
+        assert node.role is role
+
+
+def test_idle_ticks_name_the_first_tick_that_does_anything() -> None:
+    cluster = Cluster(ABC)
+    leader = cluster.elect("a")
+    cluster.tick_all()
+    follower = cluster.nodes["b"]
+    # A follower that hears nothing more campaigns on the tick it named, not before.
+    idle = follower.idle_ticks()
+    assert idle > 1
+    quiet_ticks(follower, idle - 1)
+    assert follower.tick().messages != ()
+    assert follower.role is Role.PRE_CANDIDATE
+    # A leader's next tick that does anything sends heartbeats...
+    idle = leader.idle_ticks()
+    quiet_ticks(leader, idle - 1)
+    assert {m.dst for m in leader.tick().messages} == {"b", "c"}
+    # ...and, with nobody answering, the one that finds the quorum lost steps down.
+    while leader.role is Role.LEADER:
+        idle = leader.idle_ticks()
+        for _ in range(idle - 1):
+            leader.tick()
+            assert leader.role is Role.LEADER
+        leader.tick()
+    assert leader.idle_ticks() >= TEST_CONFIG.election_tick
+
+
 def test_without_check_quorum_an_isolated_leader_keeps_leading() -> None:
     config = RaftConfig(election_tick=10, heartbeat_tick=1, check_quorum=False)
     cluster = Cluster(ABC, config=config)
