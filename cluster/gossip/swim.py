@@ -38,8 +38,11 @@ _RANK = {MemberStatus.ALIVE: 0, MemberStatus.SUSPECT: 1, MemberStatus.DEAD: 2}
 class SwimConfig:
     """Timings in seconds of the caller's clock."""
 
-    protocol_period: float = 0.5
-    ping_timeout: float = 0.3
+    # One probe a second, as memberlist's LAN defaults: each probe is a gRPC call that wakes
+    # both nodes, and on a small machine a wake-up of an idle node delays the messages the
+    # busy ones serve (one-hop p99 at 10k msg/s 0.66-1.12 ms against 1.05-1.48 ms at 0.5 s).
+    protocol_period: float = 1.0
+    ping_timeout: float = 0.5
     indirect_probes: int = 2
     suspicion_timeout: float = 3.0
     # Each piggybacked item is sent retransmit_multiplier * ceil(log2(members + 1)) times.

@@ -226,6 +226,8 @@ class RaftNode:
             if self.id not in self._voters:
                 return cfg.election_tick  # never campaigns: it only counts
             return max(1, self._election_timeout - self._election_elapsed)
+        if not self._progress:
+            return cfg.election_tick  # alone: no heartbeats to send, no quorum to lose
         if self._transferee is not None or any(
             progress.state is ProgressState.SNAPSHOT for progress in self._progress.values()
         ):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -107,3 +108,34 @@ def test_a_forwarded_proposal_learns_its_position_and_its_reply_from_apply(
         await loop.stop()
 
     asyncio.run(scenario())
+
+
+def test_an_idle_node_sleeps_through_the_ticks_that_only_count(tmp_path: Path) -> None:
+    """The Raft clock keeps its pace, but an idle node wakes for none of its ticks: those it
+    slept through are applied together when it wakes."""
+
+    async def scenario() -> list[float]:
+        loop, _ = start_loop(tmp_path)
+        await wait_leader(loop)
+        raft, clock = loop.raft, asyncio.get_running_loop()
+        tick = raft.tick
+        times: list[float] = []
+
+        def timed_tick() -> Any:
+            times.append(clock.time())
+            return tick()
+
+        raft.tick = timed_tick  # type: ignore[method-assign]
+        await asyncio.sleep(50 * SETTINGS.tick_seconds)
+        # A proposal still goes through at once.
+        await asyncio.wait_for(
+            loop.propose(json.dumps({"op": "add_vhost", "name": "/"}).encode()), 5
+        )
+        await loop.stop()
+        return times
+
+    times = asyncio.run(scenario())
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    wakes = 1 + sum(1 for gap in gaps if gap > SETTINGS.tick_seconds / 2)
+    assert len(times) >= 40, len(times)
+    assert wakes <= 12, (wakes, len(times))
