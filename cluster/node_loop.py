@@ -263,12 +263,12 @@ class RaftLoop:
         try:
             while not self._stopping:
                 now = loop.time()
+                slept_through, idle = idle, 1
                 if now >= next_tick:
                     # The ticks the loop slept through are owed, up to the one that does
                     # something; ticks it was late for beyond that (a stalled process) are
                     # dropped, so that a node that wakes from a pause does not campaign at once.
-                    due = min(idle, 1 + int((now - next_tick) / tick))
-                    idle = 1
+                    due = min(slept_through, 1 + int((now - next_tick) / tick))
                     for _ in range(due):
                         self._take(self.raft.tick())
                     next_tick = max(next_tick + due * tick, now + tick / 2)
