@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -232,25 +233,11 @@ class RaftNode:
             progress.state is ProgressState.SNAPSHOT for progress in self._progress.values()
         ):
             return 1  # those count every tick toward a retry
-        due = cfg.heartbeat_tick - self._heartbeat_elapsed
+        due: float = cfg.heartbeat_tick - self._heartbeat_elapsed
         if cfg.check_quorum:
-            # The quorum is lost on the first tick after which fewer than a majority (this node
-            # counts) were heard from within election_tick ticks: when the latest of the
-            # majority's last answers is election_tick old.
-            others_needed = quorum_size(len(self._voters)) - (1 if self.id in self._voters else 0)
-            if others_needed > 0:
-                heard = sorted(
-                    (
-                        self._progress[voter].heard_at
-                        for voter in self._voters
-                        if voter != self.id and voter in self._progress
-                    ),
-                    reverse=True,
-                )
-                if len(heard) < others_needed:
-                    return 1
-                due = min(due, heard[others_needed - 1] + cfg.election_tick - self._ticks)
-        return max(1, due)
+            # The tick on which _quorum_recently_active turns false.
+            due = min(due, self._majority_heard_at() + cfg.election_tick - self._ticks)
+        return int(max(1, due))
 
     def step(self, message: Message) -> Ready:
         """Take one message from a peer."""
@@ -576,14 +563,24 @@ class RaftNode:
 
     def _quorum_recently_active(self) -> bool:
         """Whether a majority was heard from within the last election timeout."""
-        since = self._ticks - self._config.election_tick
-        active = sum(
-            1
-            for voter in self._voters
-            if voter == self.id
-            or (voter in self._progress and self._progress[voter].heard_at > since)
+        return self._majority_heard_at() > self._ticks - self._config.election_tick
+
+    def _majority_heard_at(self) -> float:
+        """The latest tick by which a majority of the voters had each been heard from (this
+        node counts as always heard): the majority's oldest last answer. -inf when too few
+        voters are tracked, inf when this node alone is a majority."""
+        needed = quorum_size(len(self._voters)) - (1 if self.id in self._voters else 0)
+        if needed <= 0:
+            return math.inf
+        heard = sorted(
+            (
+                self._progress[voter].heard_at
+                for voter in self._voters
+                if voter != self.id and voter in self._progress
+            ),
+            reverse=True,
         )
-        return active >= quorum_size(len(self._voters))
+        return heard[needed - 1] if len(heard) >= needed else -math.inf
 
     def _sync_progress(self) -> None:
         """Track exactly the current voters other than this node."""
