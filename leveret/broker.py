@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .auth import User, check_password
+from .busy_poll import BusyPoll
 from .config import Config
 from .definitions_registry import DefinitionsRegistry
 from .direct_reply import DirectReplyRegistry
@@ -18,7 +19,6 @@ from .pending_writes import PendingWrites
 from .persistence import MessageStores
 from .policy_effects import apply_to_exchange, apply_to_queue, follow_policies
 from .queues.remote import HomeLinks
-from .server.busy_poll import BusyPoll
 from .vhost import VirtualHost
 
 log = logging.getLogger(__name__)

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .busy_poll import DEFAULT_WINDOW_MICROSECONDS
 from .consumer_timeout import DEFAULT_CONSUMER_TIMEOUT_MS
 from .placement import CONFIGURABLE_LOCATORS
-from .server.busy_poll import DEFAULT_WINDOW_MICROSECONDS
 from .store.disk_monitor import parse_disk_free_limit
 from .tls import TLSConfigError, TLSSettings, parse_settings
 
@@ -99,7 +99,7 @@ class Config:
     # Publishes a connection may have unconfirmed before it is read no further (0: no cap).
     max_unconfirmed_per_connection: int = DEFAULT_MAX_UNCONFIRMED
     # Microseconds the event loop keeps polling after the sockets brought something, before it
-    # sleeps (server/busy_poll.py; Erlang's scheduler busy wait). 0: it sleeps at once.
+    # sleeps (busy_poll.py; Erlang's scheduler busy wait). 0: it sleeps at once.
     busy_poll_microseconds: int = DEFAULT_WINDOW_MICROSECONDS
     # Failed connections (an error the node closed them for, a handshake abandoned or timed
     # out) from one address within the window (seconds) that mark it (0: never); a marked

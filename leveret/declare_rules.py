@@ -36,7 +36,7 @@ from leveret.queue_arguments import (
     is_stream,
     validate_queue_arguments,
 )
-from leveret.queues.stream_retention import MAX_STREAM_SEGMENT_SIZE
+from leveret.stream_limits import MAX_STREAM_SEGMENT_SIZE
 
 DEFAULT_VHOST = "/"
 MAX_NAME_BYTES = 255

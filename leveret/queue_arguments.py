@@ -16,7 +16,7 @@ from leveret.erlang_terms import (
     field_type_name,
     to_bytes,
 )
-from leveret.queues.stream_offsets import max_age_error
+from leveret.stream_limits import max_age_error
 
 _EMPTY: Mapping[str, Any] = {}
 

@@ -15,8 +15,8 @@ from cluster.gossip.report import (
     NodeReport,
     QueueCounters,
 )
+from leveret.memory import resident_bytes
 from leveret.names import RUN_ID
-from leveret.server.memory_monitor import resident_bytes
 from leveret.store.disk_monitor import free_bytes_of
 
 from ..session import open_sessions

@@ -12,8 +12,7 @@ from typing import Any
 
 from ..declare_rules import erlang_term
 from ..definitions_registry import APPLY_TO, Policy, PolicyKind
-from ..queues.stream_offsets import max_age_error
-from ..queues.stream_retention import MAX_STREAM_SEGMENT_SIZE
+from ..stream_limits import MAX_STREAM_SEGMENT_SIZE, max_age_error
 from .errors import key_missing_reason
 
 Check = Callable[[Any], str | None]

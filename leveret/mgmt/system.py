@@ -7,7 +7,7 @@ import resource
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..server.memory_monitor import resident_bytes, total_memory
+from ..memory import resident_bytes, total_memory
 from ..store import parse_disk_free_limit
 from ..store.disk_monitor import free_bytes_of
 

@@ -8,10 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..store import SegmentSpan
-from .stream_offsets import AgeUnparsable, parse_max_age
+from ..stream_limits import AgeUnparsable, parse_max_age
 
-# RabbitMQ's bound on x-stream-max-segment-size-bytes.
-MAX_STREAM_SEGMENT_SIZE = 3_000_000_000
 # Leveret's default segment size for streams: recovery reads a segment whole, so it stays at
 # the queue store's size rather than RabbitMQ's 500 MB (give x-stream-max-segment-size-bytes for
 # larger ones).

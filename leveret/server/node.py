@@ -15,6 +15,7 @@ from typing import Any, Protocol, cast
 from ..broker import Broker
 from ..config import Config, HttpsListener
 from ..consumer_timeout import ConsumerTimeoutSweep
+from ..memory import total_memory
 from ..mgmt import DefinitionsFileError, load_definitions, read_definitions, start_management
 from ..persistence import MessageStores
 from ..session import open_sessions
@@ -25,7 +26,7 @@ from .admission import Admission, AdmissionSettings
 from .collector import settle_after_start
 from .data_dir_lock import DataDirInUse, DataDirLock
 from .drain import DrainReport, drain
-from .memory_monitor import MemoryMonitor, total_memory
+from .memory_monitor import MemoryMonitor
 from .protocol import AMQPProtocol
 from .tls_listener import TLSAcceptor
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pika
 import pytest
 
+from leveret.busy_poll import DEFAULT_WINDOW_MICROSECONDS, BusyPoll
 from leveret.config import Config, ConfigError
-from leveret.server.busy_poll import DEFAULT_WINDOW_MICROSECONDS, BusyPoll
 from tests.support.node import NodeProcess
 
 

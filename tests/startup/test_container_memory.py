@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from leveret.server.memory_monitor import total_memory
+from leveret.memory import total_memory
 
 
 def test_a_container_limit_below_the_machine_is_the_total(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pika
 import pytest
 
-from leveret.server.memory_monitor import total_memory
+from leveret.memory import total_memory
 from tests.support.node import REPO, NodeProcess, wait_for
 
 START_TIMEOUT_SECONDS = 30

@@ -15,9 +15,9 @@ from leveret.queues.classic import Consumer
 from leveret.queues.entry import QueueEntry
 from leveret.queues.stream import StreamQueue
 from leveret.queues.stream_header import with_stream_offset
-from leveret.queues.stream_offsets import AgeUnparsable, parse_max_age
 from leveret.queues.stream_retention import Retention, resolve_retention, segments_to_drop
 from leveret.store import GroupCommitter, QueueStore, SegmentSpan
+from leveret.stream_limits import AgeUnparsable, parse_max_age
 
 
 def _header(**properties: object) -> bytes:
