@@ -28,6 +28,7 @@ import pika.exceptions
 
 from tests.deploy.chart import Manifest, the
 from tests.support.node import wait_for
+from tests.support.ports import restartable_ports
 
 _VARIABLE = re.compile(r"\$\((\w+)\)")
 
@@ -156,8 +157,11 @@ class StatefulSetOnDocker:
             args += ["--cap-drop", capability]
         for name, value in self.env(pod).items():
             args += ["--env", f"{name}={value}"]
-        for port in spec["ports"]:
-            args += ["--publish", f"127.0.0.1::{port['containerPort']}"]
+        # Host ports chosen here (tests/containers/published.py says why), kept across restarts.
+        container_ports = [port["containerPort"] for port in spec["ports"]]
+        pod.ports = dict(zip(container_ports, restartable_ports(len(container_ports)), strict=True))
+        for container_port, host_port in pod.ports.items():
+            args += ["--publish", f"127.0.0.1:{host_port}:{container_port}"]
         for mount in spec["volumeMounts"]:
             path = mount["mountPath"]
             if mount["name"] == "data":  # the PVC: a volume that outlives the container
@@ -170,9 +174,6 @@ class StatefulSetOnDocker:
 
     def start(self, pod: Pod) -> None:
         docker("start", pod.container)
-        for port in (5672, 15672):
-            published = docker("port", pod.container, f"{port}/tcp").splitlines()[0]
-            pod.ports[port] = int(published.rsplit(":", 1)[1])
 
     def pre_stop_and_stop(self, pod: Pod) -> str:
         """What the kubelet does to stop a pod: the preStop command, then SIGTERM."""

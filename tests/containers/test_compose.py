@@ -13,8 +13,16 @@ import uuid
 import pytest
 
 from tests.support.node import REPO, wait_for
+from tests.support.ports import restartable_ports
 
 COMPOSE_FILE = REPO / "deploy" / "compose.yaml"
+# The host ports compose.yaml publishes the two brokers on.
+PORT_VARIABLES = (
+    "LEVERET_AMQP_PORT",
+    "LEVERET_MGMT_PORT",
+    "LEVERET_REMOTE_AMQP_PORT",
+    "LEVERET_REMOTE_MGMT_PORT",
+)
 
 
 def compose_command() -> list[str]:
@@ -34,9 +42,8 @@ def test_the_compose_stack_moves_demo_messages_across_federation(leveret_image: 
     env = {
         **os.environ,
         "LEVERET_IMAGE": leveret_image,
-        # Any free host ports: the test must not collide with what else runs here.
-        **{name: "0" for name in ("LEVERET_AMQP_PORT", "LEVERET_MGMT_PORT")},
-        **{name: "0" for name in ("LEVERET_REMOTE_AMQP_PORT", "LEVERET_REMOTE_MGMT_PORT")},
+        # Free host ports below the ephemeral range (tests/containers/published.py says why).
+        **dict(zip(PORT_VARIABLES, map(str, restartable_ports(len(PORT_VARIABLES))), strict=True)),
     }
     compose = [*compose_command(), "-f", str(COMPOSE_FILE), "-p", project]
 

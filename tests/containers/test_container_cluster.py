@@ -15,6 +15,7 @@ import pytest
 from testcontainers.core.network import Network
 
 from leveret.testing import LeveretContainer
+from tests.containers.published import leveret_container
 from tests.support.node import wait_for
 
 NAMES = ("node1", "node2", "node3")
@@ -28,7 +29,7 @@ def cluster(leveret_image: str) -> Iterator[tuple[Network, list[LeveretContainer
         secret = "a secret the three containers share"
         for name in NAMES:
             node = (
-                LeveretContainer(leveret_image)
+                leveret_container(leveret_image)
                 .with_network(network)
                 .with_network_aliases(name)
                 .with_env("LEVERET_NODE_NAME", f"leveret@{name}")

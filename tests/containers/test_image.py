@@ -10,7 +10,7 @@ import uuid
 
 import pika
 
-from leveret.testing import LeveretContainer
+from tests.containers.published import leveret_container
 from tests.support.node import wait_for
 
 
@@ -23,7 +23,7 @@ def docker(*args: str) -> str:
 def test_a_container_serves_clients_and_keeps_its_data(leveret_image: str) -> None:
     volume = f"leveret-test-{uuid.uuid4().hex[:8]}"
     try:
-        with LeveretContainer(leveret_image).with_volume_mapping(
+        with leveret_container(leveret_image).with_volume_mapping(
             volume, "/var/lib/leveret", "rw"
         ) as node:
             with pika.BlockingConnection(pika.URLParameters(node.get_connection_url())) as conn:
@@ -48,7 +48,7 @@ def test_a_container_serves_clients_and_keeps_its_data(leveret_image: str) -> No
             assert time.monotonic() - began < 10
             assert docker("inspect", "--format", "{{.State.ExitCode}}", container.id) == "0"
         # A new container on the same volume has the message.
-        with LeveretContainer(leveret_image).with_volume_mapping(
+        with leveret_container(leveret_image).with_volume_mapping(
             volume, "/var/lib/leveret", "rw"
         ) as node:
             with pika.BlockingConnection(pika.URLParameters(node.get_connection_url())) as conn:
