@@ -19,7 +19,7 @@ cluster: venv
 	$(VENV)/bin/leveret local-cluster
 
 # The suite on pytest-xdist workers (conftest.py groups it): its tests mostly wait on the
-# processes they start, so three workers finish it in 18 minutes on two cores where one took 31.
+# processes they start, so three workers finish it in 18-22 minutes on two cores where one took 31.
 # TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= 3
 test: venv
