@@ -24,7 +24,7 @@ _START_SECONDS = 30.0
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """A node outlives no harness, even one killed with SIGKILL (there is no cleanup then)."""
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
@@ -82,7 +82,7 @@ class LabNode:
                 cwd=REPO,
                 env=env,
                 # Started from the harness's main thread: the parent the signal follows.
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         self.paused = False
 
