@@ -6,10 +6,10 @@ import os
 
 import pytest
 
-# Tests use gRPC in-process and then fork nodes. With fork support on, gRPC restarts its poller
-# in the child, which meets the descriptor subprocess closed before exec; the child aborts
-# ("epoll_wait error: Bad file descriptor") in a few forks of every thousand. It must be set before
-# gRPC is first imported, which is why it is here: pytest loads this file first.
+# Tests use gRPC in-process, then fork nodes. With its fork support on, gRPC restarts its poller
+# thread in the child, where subprocess has already closed the inherited descriptors (gRPC's
+# epoll among them): the child aborts before exec ("epoll_wait error: Bad file descriptor"), a
+# few times in every thousand forks. Set before gRPC's first import: pytest loads this file first.
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 # Docker's engine saves and restores the host's iptables rules around its run, and the fault
