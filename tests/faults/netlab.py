@@ -16,7 +16,7 @@ import re
 import shlex
 import shutil
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 # A private range for the bridges; each run takes a free /24 of it.
@@ -47,6 +47,33 @@ def run(*command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return done
 
 
+_lock_depth = 0
+
+
+@contextlib.contextmanager
+def host_lock() -> Iterator[None]:
+    """One step for concurrent runs (pytest-xdist workers): building a lab, or sweeping.
+
+    A sweep must never meet a lab half made by a run whose pid is gone, which is exactly what
+    the sweep's own test makes. Reentrant within a process, since `build` sweeps first.
+    """
+    global _lock_depth
+    if _lock_depth:
+        _lock_depth += 1
+        try:
+            yield
+        finally:
+            _lock_depth -= 1
+        return
+    with open(_LOCK_FILE, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _lock_depth = 1
+        try:
+            yield
+        finally:
+            _lock_depth = 0
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -69,6 +96,11 @@ def _netem_available() -> bool:
 
 def sweep_stale() -> list[str]:
     """Remove what runs that died left behind (their pid no longer exists); what was removed."""
+    with host_lock():
+        return _sweep_stale()
+
+
+def _sweep_stale() -> list[str]:
     removed: list[str] = []
     for line in run("ip", "netns", "list", check=False).stdout.splitlines():
         name = line.split()[0] if line.strip() else ""
@@ -138,29 +170,28 @@ class NetLab:
         lacking = missing_tools()
         if lacking:
             raise NetLabError(f"network namespaces need {', '.join(lacking)}")
-        sweep_stale()
-        try:
-            self.netem = _netem_available()
-            self._make_bridge()
-            for index in range(self.size):
-                self._make_node(index)
-        except BaseException:
-            self.teardown()
-            raise
+        with host_lock():
+            sweep_stale()
+            try:
+                self.netem = _netem_available()
+                self._make_bridge()
+                for index in range(self.size):
+                    self._make_node(index)
+            except BaseException:
+                self.teardown()
+                raise
         return self
 
     def _make_bridge(self) -> None:
-        # The lock makes choosing a free /24 and taking it one step for concurrent runs.
-        with open(_LOCK_FILE, "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            used = set(re.findall(rf"inet {_RANGE}\.(\d+)\.", run("ip", "-4", "addr").stdout))
-            free = next((n for n in range(1, 255) if str(n) not in used), None)
-            if free is None:
-                raise NetLabError(f"no free /24 left in {_RANGE}.0.0/16")
-            self.subnet = f"{_RANGE}.{free}"
-            run("ip", "link", "add", self.bridge, "type", "bridge")
-            self._undo.append(lambda: run("ip", "link", "del", self.bridge, check=False))
-            run("ip", "addr", "add", f"{self.host_address}/24", "dev", self.bridge)
+        # Under the host lock (see `build`), choosing a free /24 and taking it are one step.
+        used = set(re.findall(rf"inet {_RANGE}\.(\d+)\.", run("ip", "-4", "addr").stdout))
+        free = next((n for n in range(1, 255) if str(n) not in used), None)
+        if free is None:
+            raise NetLabError(f"no free /24 left in {_RANGE}.0.0/16")
+        self.subnet = f"{_RANGE}.{free}"
+        run("ip", "link", "add", self.bridge, "type", "bridge")
+        self._undo.append(lambda: run("ip", "link", "del", self.bridge, check=False))
+        run("ip", "addr", "add", f"{self.host_address}/24", "dev", self.bridge)
         run("ip", "link", "set", self.bridge, "up")
         tag = f"{_RULE_TAG} {self.prefix}"
         for tool in _iptables_tools():

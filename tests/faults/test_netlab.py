@@ -5,8 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.faults.conftest import require_namespaces
-from tests.faults.netlab import NetLab, run, sweep_stale
+from tests.faults.netlab import NetLab, host_lock, run, sweep_stale
 
 _PROBE = (
     "import socket, sys\n"
@@ -71,11 +73,24 @@ def test_leftovers_of_a_run_that_died_are_swept() -> None:
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     dead = NetLab(1, prefix=f"lv{gone.pid}")
-    dead.build()  # as if that process had made it, then died without tearing it down
-    try:
-        assert dead.leftovers()
-        swept = sweep_stale()
-        assert dead.namespace(0) in swept
-        assert dead.leftovers() == []
-    finally:
-        dead.teardown()
+    # Held throughout, so that no other worker's lab build sweeps this lab first.
+    with host_lock():
+        dead.build()  # as if that process had made it, then died without tearing it down
+        try:
+            assert dead.leftovers()
+            swept = sweep_stale()
+            assert dead.namespace(0) in swept
+            assert dead.leftovers() == []
+        finally:
+            dead.teardown()
+
+
+def test_a_sweep_waits_for_a_lab_being_built_elsewhere() -> None:
+    # pytest-xdist workers build labs at once; a sweep from one must not land mid-build in another.
+    require_namespaces()
+    sweep = [sys.executable, "-c", "from tests.faults.netlab import sweep_stale; sweep_stale()"]
+    with host_lock():
+        sweeper = subprocess.Popen(sweep)
+        with pytest.raises(subprocess.TimeoutExpired):
+            sweeper.wait(timeout=2)
+    assert sweeper.wait(timeout=30) == 0
