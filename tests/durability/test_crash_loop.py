@@ -12,7 +12,7 @@ import time
 import pika
 import pytest
 
-from tests.support.node import NodeProcess
+from tests.support.node import NodeProcess, wait_for
 
 PRODUCERS = 3
 PERSISTENT = pika.BasicProperties(delivery_mode=2)
@@ -58,10 +58,7 @@ def _run_rounds(rounds: int, seed: int) -> None:
                     thread.start()
                 # The random moment is counted from the first confirm: on a loaded machine the
                 # producers' connections alone can take longer than the longest moment.
-                deadline = time.monotonic() + 30
-                while not confirmed and time.monotonic() < deadline:
-                    time.sleep(0.01)
-                assert confirmed, "no message was confirmed in 30 s"
+                wait_for(confirmed.__len__, 30)
                 time.sleep(rng.uniform(0.2, 1.0))  # the random moment of the crash
                 node.kill()
                 stop.set()

@@ -58,20 +58,14 @@ def host_lock() -> Iterator[None]:
     the sweep's own test makes. Reentrant within a process, since `build` sweeps first.
     """
     global _lock_depth
-    if _lock_depth:
+    with contextlib.ExitStack() as held:
+        if not _lock_depth:
+            fcntl.flock(held.enter_context(open(_LOCK_FILE, "a")), fcntl.LOCK_EX)
         _lock_depth += 1
         try:
             yield
         finally:
             _lock_depth -= 1
-        return
-    with open(_LOCK_FILE, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        _lock_depth = 1
-        try:
-            yield
-        finally:
-            _lock_depth = 0
 
 
 def _alive(pid: int) -> bool:
