@@ -38,11 +38,15 @@ log = logging.getLogger(__name__)
 _Unsettled = tuple[ClassicQueue, QueueEntry, Consumer | None]
 # Deliveries beyond this many bytes of bodies start another frame of the same batch.
 _FRAME_BYTES = 1 << 20
-# A batch goes out as soon as it holds this many deliveries, so that the client's node works on
-# them while this one makes the rest. Written only at the end, a consumer's whole prefetch window
-# travelled as one lump, and each node waited for the other: with prefetch 100 and both clients
-# on one node, 1.2x the consumed msg/s in alternating runs of the two ways.
-_DELIVERIES_PER_WRITE = 32
+# A batch goes out as soon as it holds half the delivering consumer's prefetch window (within
+# these bounds), so that the client's node works on one part while this one makes the next.
+# Written only at the end, a consumer's whole window travelled as one lump, and each node waited
+# for the other: with prefetch 100 and both clients on one node, 1.2x the consumed msg/s in
+# alternating runs of the two ways. Written every 32, a window of 100 went in four pieces, each
+# costing both nodes system calls and a wake-up: in halves, 26.3k against 24.9k msg/s (prefetch
+# 100, medians of 6 alternating runs), and with no limit (auto-ack) 41.6k against 39.8k.
+_FEWEST_DELIVERIES_PER_WRITE = 32
+_MOST_DELIVERIES_PER_WRITE = 64
 # The numbers of an Up frame's lists (what ListFields names them by).
 _PUBLISHES, _SUBSCRIBES, _CREDITS, _SETTLES, _CANCELS, _REQUESTS, _DIRECT_REPLIES = (
     queues_pb2.Up.DESCRIPTOR.fields_by_name[name].number
@@ -72,7 +76,7 @@ class Outlet(Protocol):
 class LinkedConsumer:
     """The sink of a consumer whose client is on another node: deliveries go into the link."""
 
-    __slots__ = ("credit", "frame_max", "id", "remote_channel", "session")
+    __slots__ = ("credit", "frame_max", "id", "remote_channel", "session", "write_every")
 
     def __init__(self, session: HomeSession, subscribe: queues_pb2.Subscribe) -> None:
         self.session = session
@@ -83,6 +87,7 @@ class LinkedConsumer:
         framed = subscribe.frame_max >= FRAME_MIN_SIZE
         self.remote_channel = subscribe.channel if framed else 0
         self.frame_max = subscribe.frame_max
+        self.write_every = _deliveries_per_write(subscribe.prefetch)
 
     @property
     def client_node(self) -> str:
@@ -104,6 +109,13 @@ class LinkedConsumer:
 
     def consumer_cancelled_by_node(self, consumer: Consumer) -> None:
         self.session.consumer_gone(self.id)
+
+
+def _deliveries_per_write(prefetch: int) -> int:
+    """After how many deliveries to a consumer with this prefetch (0: no limit) a batch goes."""
+    if not prefetch:
+        return _MOST_DELIVERIES_PER_WRITE
+    return min(_MOST_DELIVERIES_PER_WRITE, max(_FEWEST_DELIVERIES_PER_WRITE, prefetch // 2))
 
 
 class HomeSession:
@@ -318,7 +330,7 @@ class HomeSession:
         delivery.consumer = sink.id
         self._schedule_flush()
         self._out_deliveries += 1
-        if self._out_deliveries >= _DELIVERIES_PER_WRITE:
+        if self._out_deliveries >= sink.write_every:
             # (Whatever went into the batch before is whole: an answer is filled in before the
             # queue it names can dispatch.)
             self.flush_now()
