@@ -15,7 +15,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Protocol
 
-from tests.support.rabbitmq import RabbitNode, find_rabbitmq, start_rabbitmq
+from tests.support.rabbitmq import RabbitNode, die_with_parent, find_rabbitmq, start_rabbitmq
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _POLL_INTERVAL = 0.02  # short: the restart measurement waits on the ports file
@@ -49,15 +49,6 @@ class BrokerUnderTest(Protocol):
 
 def default_leveret_command() -> list[str]:
     return [sys.executable, "-m", "leveret", "server"]
-
-
-def _die_with_parent() -> list[str]:
-    """A command prefix that sends the process SIGTERM when the thread that started it dies.
-
-    A test run killed outright would otherwise leave its node running in its own session.
-    """
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "TERM"] if setpriv is not None else []
 
 
 def _pin(cpu: int | None) -> list[str]:
@@ -199,7 +190,7 @@ def running_leveret(
     base = Path(tempfile.mkdtemp(prefix="leveret-bench-node-"))
     ports_file = base / "ports.json"
     argv = [
-        *_die_with_parent(),
+        *die_with_parent(),
         *_pin(cpu),
         *(command or default_leveret_command()),
         "--amqp-port",

@@ -59,7 +59,7 @@ def _find_epmd() -> str | None:
     return shutil.which("epmd")
 
 
-def _die_with_parent() -> list[str]:
+def die_with_parent() -> list[str]:
     """A command prefix that sends the process SIGTERM when the thread that started it dies.
 
     A test run killed outright would otherwise leave its node running in its own session.
@@ -356,7 +356,7 @@ def _start_once(
         cookie,
         plugins,
     )
-    prefix = _die_with_parent() + (["taskset", "-c", str(cpu)] if cpu is not None else [])
+    prefix = die_with_parent() + (["taskset", "-c", str(cpu)] if cpu is not None else [])
 
     epmd_process = None
     epmd = _find_epmd()

@@ -19,9 +19,9 @@ from tests.support.rabbitmq import (
     ClusterMembership,
     RabbitMQStartError,
     RabbitNode,
-    _die_with_parent,
     _find_epmd,
     _terminate,
+    die_with_parent,
     find_rabbitmq,
     start_own_epmd,
     start_rabbitmq,
@@ -83,7 +83,7 @@ def start_rabbitmq_cluster(size: int = 3, extra_config: Sequence[str] = ()) -> R
     epmd = _find_epmd()
     if epmd is None:
         raise RabbitMQStartError("epmd is not installed")
-    epmd_process, epmd_port = start_own_epmd(_die_with_parent(), epmd)
+    epmd_process, epmd_port = start_own_epmd(die_with_parent(), epmd)
     cluster = RabbitCluster([], epmd_process)
     try:
         membership = ClusterMembership(uuid.uuid4().hex.upper(), epmd_port)
