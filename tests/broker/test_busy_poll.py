@@ -32,20 +32,23 @@ class _RecordingSelector(selectors.DefaultSelector):
 
 
 def test_polls_while_input_comes_and_stops_a_window_after_it() -> None:
-    poll = BusyPoll(0.02)
+    poll = BusyPoll(0.1)
     selector = _RecordingSelector(poll)
 
     async def scenario() -> None:
         poll.input_arrived()
+        last_input = time.monotonic()
         assert poll.polling
         for _ in range(6):  # input every 10 ms keeps it polling for 60 ms
             await asyncio.sleep(0.01)
-            assert poll.polling
+            # A loaded machine may oversleep past the window; only then may polling have ended.
+            assert poll.polling or time.monotonic() - last_input > poll.window
             poll.input_arrived()
+            last_input = time.monotonic()
         started = time.monotonic()
         while poll.polling and time.monotonic() - started < 5:
             await asyncio.sleep(0.005)
-        assert 0.015 <= time.monotonic() - started < 1
+        assert 0.075 <= time.monotonic() - started < 5
         await asyncio.sleep(0.01)
 
     with asyncio.Runner(loop_factory=lambda: asyncio.SelectorEventLoop(selector)) as runner:
