@@ -59,7 +59,7 @@ class Forwarder:
         self._reads: set[int] = set()
         streams.on_forward_dropped = self._dropped
         streams.on_refused_by = self._refused_by
-        streams.on_stream_down = self._ask_reads_again
+        streams.stream_down_listeners.append(self._ask_reads_again)
         loop.change_listeners.append(self._leader_changed)
 
     def usable(self, leader: str | None) -> bool:

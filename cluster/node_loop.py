@@ -220,6 +220,13 @@ class RaftLoop:
         """Start an election now."""
         self._take(self.raft.campaign())
 
+    def peer_lost(self, peer: str) -> None:
+        """Tell the core that `peer` is suspected (see RaftNode.peer_lost)."""
+        self._take(self.raft.peer_lost(peer))
+        # A quiet follower that stops trusting its leader has a timeout to run again, sooner
+        # than the long sleep of a quiet node: the loop must work out its sleep anew.
+        self._wakeup.set()
+
     def transfer_leadership(self, target: str) -> None:
         """Ask the core to hand leadership to `target`."""
         self._take(self.raft.transfer_leadership(target))

@@ -85,9 +85,13 @@ def _encode_into(out: raft_pb2.RaftMessage, m: Message) -> None:
             )
         )
     elif isinstance(m, Heartbeat):
-        out.heartbeat.CopyFrom(raft_pb2.Heartbeat(term=m.term, commit=m.commit, context=m.context))
+        out.heartbeat.CopyFrom(
+            raft_pb2.Heartbeat(term=m.term, commit=m.commit, context=m.context, quiesce=m.quiesce)
+        )
     elif isinstance(m, HeartbeatResponse):
-        out.heartbeat_response.CopyFrom(raft_pb2.HeartbeatResponse(term=m.term, context=m.context))
+        out.heartbeat_response.CopyFrom(
+            raft_pb2.HeartbeatResponse(term=m.term, context=m.context, quiet_at=m.quiet_at)
+        )
     elif isinstance(m, InstallSnapshot):
         out.install_snapshot.CopyFrom(
             raft_pb2.InstallSnapshot(term=m.term, snapshot=_snapshot(m.snapshot))
@@ -131,10 +135,10 @@ def _decode(src: str, dst: str, item: raft_pb2.RaftMessage) -> Message:
         )
     if kind == "heartbeat":
         hb = item.heartbeat
-        return Heartbeat(src, dst, hb.term, hb.commit, hb.context)
+        return Heartbeat(src, dst, hb.term, hb.commit, hb.context, hb.quiesce)
     if kind == "heartbeat_response":
         hr = item.heartbeat_response
-        return HeartbeatResponse(src, dst, hr.term, hr.context)
+        return HeartbeatResponse(src, dst, hr.term, hr.context, hr.quiet_at)
     if kind == "install_snapshot":
         snap = item.install_snapshot.snapshot
         snapshot = Snapshot(snap.index, snap.term, tuple(snap.voters), snap.data)

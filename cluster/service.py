@@ -146,6 +146,10 @@ class ClusterService:
             config=settings.gossip,
             rng=random.Random(),
         )
+        # A quiet Raft group has no heartbeats to miss: gossip's failure detector and broken
+        # streams tell the core when a peer may be gone.
+        swim.lost_listeners.append(self._loop.peer_lost)
+        self._streams.stream_down_listeners.append(self._loop.peer_lost)
         self._gossip = GossipDriver(swim, self._channels, self._book, self._report_source)
         self._refresh_members()
         self._gossip.start()
@@ -318,6 +322,7 @@ class ClusterService:
             members=members,
             gossip=self._gossip.view() if self._gossip is not None else {},
             removed=self._removed,
+            quiet=raft.quiet,
         )
 
     # -- what peers ask of this node (cluster.rpc.LeaderSide) ----------------------------

@@ -29,8 +29,11 @@ class ClusterSettings:
     # The host other nodes reach this one at; None: `bind`, or the node name's host part.
     advertise_host: str | None = None
     tls: TlsFiles | None = None
-    # The leader writes its log while its appends travel (one disk write off each change's path).
-    raft: RaftConfig = field(default_factory=lambda: RaftConfig(parallel_leader_persist=True))
+    # The leader writes its log while its appends travel (one disk write off each change's
+    # path), and an idle cluster goes quiet (see RaftConfig.quiesce).
+    raft: RaftConfig = field(
+        default_factory=lambda: RaftConfig(parallel_leader_persist=True, quiesce=True)
+    )
     loop: LoopSettings = field(default_factory=LoopSettings)
     gossip: SwimConfig = field(default_factory=SwimConfig)
     # How long a metadata change may wait for a majority before failing with "no quorum".

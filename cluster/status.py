@@ -25,6 +25,8 @@ class ClusterStatus:
     gossip: dict[str, MemberView]
     # This node applied its own removal (forget_cluster_node).
     removed: bool = False
+    # The Raft group is idle and quiet: no heartbeats (RaftConfig.quiesce).
+    quiet: bool = False
 
     @property
     def known_nodes(self) -> list[str]:
@@ -89,6 +91,7 @@ def cluster_status_report(status: ClusterStatus, cluster_name: str) -> dict[str,
             "applied_index": status.applied_index,
             "role": status.role,
             "voters": list(status.voters),
+            "quiet": status.quiet,
         },
         "gossip": {
             name: {"status": view.status.value, "incarnation": view.incarnation}

@@ -341,8 +341,9 @@ class RaftStreams:
         # Told of a peer that closed our stream because we are not a member of its cluster:
         # it took nothing of what we sent.
         self.on_refused_by: Callable[[str], None] = lambda peer: None
-        # Told of a peer whose stream broke: what it took will not be answered on it.
-        self.on_stream_down: Callable[[str], None] = lambda peer: None
+        # Told of a peer whose stream broke: what it took will not be answered on it (and the
+        # peer may be gone, which a quiet Raft group must hear of).
+        self.stream_down_listeners: list[Callable[[str], None]] = []
 
     def send(self, messages: Sequence[Message]) -> None:
         """Queue `messages` for their destinations; never waits."""
@@ -376,10 +377,14 @@ class RaftStreams:
                 self._throttle,
                 lambda ids: self.on_forward_dropped(ids),
                 lambda: self.on_refused_by(peer),
-                lambda: self.on_stream_down(peer),
+                lambda: self._stream_down(peer),
             )
             self._senders[peer] = sender
         return sender
+
+    def _stream_down(self, peer: str) -> None:
+        for listener in self.stream_down_listeners:
+            listener(peer)
 
     def unreachable(self) -> set[str]:
         """Peers whose stream is down right now."""

@@ -93,22 +93,26 @@ class AppendEntriesResponse(_message.Message):
     def __init__(self, term: _Optional[int] = ..., success: _Optional[bool] = ..., index: _Optional[int] = ..., hint_index: _Optional[int] = ..., hint_term: _Optional[int] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
-    __slots__ = ("term", "commit", "context")
+    __slots__ = ("term", "commit", "context", "quiesce")
     TERM_FIELD_NUMBER: _ClassVar[int]
     COMMIT_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    QUIESCE_FIELD_NUMBER: _ClassVar[int]
     term: int
     commit: int
     context: int
-    def __init__(self, term: _Optional[int] = ..., commit: _Optional[int] = ..., context: _Optional[int] = ...) -> None: ...
+    quiesce: bool
+    def __init__(self, term: _Optional[int] = ..., commit: _Optional[int] = ..., context: _Optional[int] = ..., quiesce: _Optional[bool] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
-    __slots__ = ("term", "context")
+    __slots__ = ("term", "context", "quiet_at")
     TERM_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    QUIET_AT_FIELD_NUMBER: _ClassVar[int]
     term: int
     context: int
-    def __init__(self, term: _Optional[int] = ..., context: _Optional[int] = ...) -> None: ...
+    quiet_at: int
+    def __init__(self, term: _Optional[int] = ..., context: _Optional[int] = ..., quiet_at: _Optional[int] = ...) -> None: ...
 
 class InstallSnapshot(_message.Message):
     __slots__ = ("term", "snapshot")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -92,6 +92,8 @@ class Swim:
         self._suspected_at: dict[str, float] = {}
         self._rumours: dict[str, tuple[MemberState, int]] = {}
         self._probe_order: list[str] = []
+        # Told the name of each member that stops being alive (suspected, or declared dead).
+        self.lost_listeners: list[Callable[[str], None]] = []
 
     # -- membership ----------------------------------------------------------------------
 
@@ -227,6 +229,9 @@ class Swim:
         self._views[state.name] = MemberView(
             state.name, state.status, state.incarnation, report, since
         )
+        if old.status is MemberStatus.ALIVE and state.status is not MemberStatus.ALIVE:
+            for listener in self.lost_listeners:
+                listener(state.name)
         if state.status is MemberStatus.SUSPECT:
             self._suspected_at.setdefault(state.name, now)
         else:

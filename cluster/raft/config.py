@@ -27,6 +27,12 @@ class RaftConfig:
     # thesis, 10.2.1): its Readies carry them in `early_messages`, and it counts itself towards
     # a commit only for the entries its caller reports durable with `RaftNode.persisted`.
     parallel_leader_persist: bool = False
+    # Let an idle group go quiet (as Ra and CockroachDB do): once every follower holds and has
+    # committed the leader's whole log, the leader stops heartbeating and the followers stop
+    # their election clocks. The caller's failure detector then stands in for heartbeats: it
+    # calls `RaftNode.peer_lost` when it suspects a peer, and any proposal, read or vote
+    # request wakes the group.
+    quiesce: bool = False
 
     def __post_init__(self) -> None:
         if self.heartbeat_tick < 1 or self.election_tick <= self.heartbeat_tick:

@@ -74,6 +74,8 @@ class Heartbeat:
     # Never beyond what this follower is known to hold, so it can commit it blindly.
     commit: int
     context: int
+    # The leader's whole log is on every follower and committed: the group may go quiet.
+    quiesce: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +86,8 @@ class HeartbeatResponse:
     dst: str
     term: int
     context: int
+    # The commit index this follower went quiet at, answering a quiescing heartbeat (else 0).
+    quiet_at: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,12 +50,17 @@ class RaftStatus:
     applied_index: int
     last_index: int
     voters: tuple[str, ...]
+    # The group is quiet (RaftConfig.quiesce): no heartbeats, no election clock.
+    quiet: bool = False
 
 
 _FROM_LEADER = (AppendEntries, Heartbeat, InstallSnapshot)
 # What a leader may send before its own log write is durable: nothing in them vouches for that
 # write (a leader's term and vote were made durable before its election).
 _EARLY = (AppendEntries, Heartbeat, InstallSnapshot, TimeoutNow)
+# What `idle_ticks` answers for a quiet node: nothing is due until a message, a proposal or
+# `peer_lost` wakes it.
+_QUIET_IDLE_TICKS = 600
 
 
 class RaftNode:
@@ -104,6 +109,10 @@ class RaftNode:
         self._durable_own = 0
         self._reads = ReadIndexTracker()
         self._reads_awaiting_commit: list[tuple[bytes, str | None]] = []
+        # RaftConfig.quiesce: whether the group is quiet, and as leader the followers that
+        # answered a quiescing heartbeat at the current commit index.
+        self._quiet = False
+        self._quiet_acks: set[str] = set()
         if self._is_blank(stored) and peers:
             self._bootstrap(peers)
         self._voters = self._log.voters_at(self._log.last_index)
@@ -125,6 +134,11 @@ class RaftNode:
     def leader_id(self) -> str | None:
         """The leader this node follows (itself when leader), if it knows one."""
         return self._leader
+
+    @property
+    def quiet(self) -> bool:
+        """Whether the group is quiet as far as this node knows (RaftConfig.quiesce)."""
+        return self._quiet
 
     @property
     def commit_index(self) -> int:
@@ -170,6 +184,7 @@ class RaftNode:
             applied_index=self._applied,
             last_index=self._log.last_index,
             voters=self._voters,
+            quiet=self._quiet,
         )
 
     # -- what callers do -----------------------------------------------------------------
@@ -211,7 +226,9 @@ class RaftNode:
     def tick(self) -> Ready:
         """Advance this node's logical clock by one tick."""
         self._ticks += 1
-        if self._role is Role.LEADER:
+        if self._quiet:
+            pass  # nothing is due: no heartbeat to send, no election clock to run
+        elif self._role is Role.LEADER:
             self._tick_leader()
         else:
             self._tick_election()
@@ -223,6 +240,8 @@ class RaftNode:
         times in a row. The earlier ones only count (a follower's election clock, a leader's
         heartbeat clock); the last one campaigns, sends heartbeats or finds the quorum lost."""
         cfg = self._config
+        if self._quiet:
+            return _QUIET_IDLE_TICKS
         if self._role is not Role.LEADER:
             if self.id not in self._voters:
                 return cfg.election_tick  # never campaigns: it only counts
@@ -243,6 +262,19 @@ class RaftNode:
         """Take one message from a peer."""
         if message.dst == self.id:
             self._step(message)
+        return self.ready()
+
+    def peer_lost(self, peer: str) -> Ready:
+        """The caller's failure detector suspects `peer` (it stopped answering, or its stream
+        broke). Only a quiet group cares: a follower stops trusting a suspected leader and
+        campaigns after its usual timeout; a leader heartbeats again, which tells it whether it
+        still has a quorum."""
+        if self._quiet:
+            if self._role is Role.LEADER and peer in self._progress:
+                self._wake()
+                self._broadcast_heartbeat()
+            elif self._role is not Role.LEADER and peer == self._leader:
+                self._lose_quiet_leader()
         return self.ready()
 
     def campaign(self) -> Ready:
@@ -294,6 +326,7 @@ class RaftNode:
             return self.ready()
         if target not in self._progress:
             raise ProposalRejected(f"{target} is not a voter")
+        self._wake()
         self._transferee = target
         self._transfer_elapsed = 0
         if self._progress[target].match == self._log.last_index:
@@ -319,6 +352,8 @@ class RaftNode:
         else:
             # Until its no-op commits, a new leader does not know the full committed index.
             self._reads_awaiting_commit.append((context, confirmed_by))
+        if not self._reads.idle or self._reads_awaiting_commit:
+            self._wake()  # a heartbeat round confirms it; a read answered at once keeps quiet
         return self.ready()
 
     def persisted(self, index: int, term: int) -> Ready:
@@ -351,6 +386,13 @@ class RaftNode:
     # -- message dispatch ----------------------------------------------------------------
 
     def _step(self, m: Message) -> None:
+        if self._quiet and isinstance(m, RequestVote):
+            if self._role is Role.LEADER:
+                # A voter that stopped hearing from us: heartbeats tell it we still lead.
+                self._wake()
+                self._broadcast_heartbeat()
+            elif m.src == self._leader:
+                self._lose_quiet_leader()  # our leader campaigns: it no longer leads
         if m.term > self._term:
             if isinstance(m, RequestVote) and not m.transfer and self._in_leader_lease():
                 # A leader was heard from recently: this candidate is probably cut off or stale.
@@ -484,6 +526,8 @@ class RaftNode:
         self._votes = {}
         self._progress = {}
         self._transferee = None
+        self._quiet = False
+        self._quiet_acks.clear()
         waiting = [context for context, _ in self._reads_awaiting_commit]
         for context in self._reads.drop_all() + waiting:
             self._read_states.append(ReadState(context, None))
@@ -525,6 +569,7 @@ class RaftNode:
             raise ProposalRejected(f"leadership is being transferred to {self._transferee}")
 
     def _append(self, items: Sequence[tuple[EntryKind, bytes]]) -> None:
+        self._wake()
         first = self._log.last_index + 1
         entries = [
             Entry(index, self._term, kind, data)
@@ -559,7 +604,45 @@ class RaftNode:
                     self._send_append(peer)
         if self._heartbeat_elapsed >= cfg.heartbeat_tick:
             self._heartbeat_elapsed = 0
-            self._broadcast_heartbeat()
+            settled = self._settled()
+            if not settled:
+                self._quiet_acks.clear()
+            self._broadcast_heartbeat(quiesce=settled)
+
+    # -- quiescence (RaftConfig.quiesce) -------------------------------------------------
+
+    def _settled(self) -> bool:
+        """Whether every follower holds the leader's whole log, all of it committed, with no
+        read, transfer or snapshot under way: the group may go quiet."""
+        return (
+            self._config.quiesce
+            and bool(self._progress)
+            and self._transferee is None
+            and self._commit == self._log.last_index
+            and self._committed_in_current_term()
+            and self._reads.idle
+            and not self._reads_awaiting_commit
+            and all(
+                progress.state is ProgressState.REPLICATE and progress.match == self._commit
+                for progress in self._progress.values()
+            )
+        )
+
+    def _wake(self) -> None:
+        """As leader: end the quiet, or the gathering of answers towards it."""
+        if self._quiet:
+            # The followers had nothing to answer while quiet: count the quorum from now.
+            for progress in self._progress.values():
+                progress.heard_at = self._ticks
+            self._heartbeat_elapsed = 0
+        self._quiet = False
+        self._quiet_acks.clear()
+
+    def _lose_quiet_leader(self) -> None:
+        """As a quiet follower: stop trusting the leader. Its lease is over at once, so this
+        node votes for others, and it campaigns itself after its usual timeout."""
+        self._quiet = False
+        self._election_elapsed = self._config.election_tick
 
     def _quorum_recently_active(self) -> bool:
         """Whether a majority was heard from within the last election timeout."""
@@ -601,11 +684,11 @@ class RaftNode:
         for peer in sorted(self._progress):
             self._send_append(peer)
 
-    def _broadcast_heartbeat(self, context: int | None = None) -> None:
+    def _broadcast_heartbeat(self, context: int | None = None, quiesce: bool = False) -> None:
         round_ = self._reads.round if context is None else context
         for peer in sorted(self._progress):
             commit = min(self._progress[peer].match, self._commit)
-            self._send(Heartbeat(self.id, peer, self._term, commit, round_))
+            self._send(Heartbeat(self.id, peer, self._term, commit, round_, quiesce))
 
     def _send_append(self, peer: str, send_if_empty: bool = True) -> None:
         progress = self._progress[peer]
@@ -669,6 +752,11 @@ class RaftNode:
             self._send_append(m.src)
         self._reads.ack(m.src, m.context)
         self._release_reads()
+        if m.quiet_at and m.quiet_at == self._commit and self._settled():
+            # An answer at an older commit index does not count: that follower may not know
+            # the entries committed since.
+            self._quiet_acks.add(m.src)
+            self._quiet = self._quiet_acks.issuperset(self._progress)
 
     def _maybe_commit(self) -> bool:
         if self._role is not Role.LEADER or not self._voters:
@@ -725,11 +813,15 @@ class RaftNode:
         if self._role is not Role.FOLLOWER or self._leader != m.src:
             self._become_follower(self._term, m.src)
         self._election_elapsed = 0
+        self._quiet = False
         if isinstance(m, AppendEntries):
             self._on_append(m)
         elif isinstance(m, Heartbeat):
             self._commit_to(min(m.commit, self._log.last_index))
-            self._send(HeartbeatResponse(self.id, m.src, self._term, m.context))
+            # Quiet only once this node has committed all the leader has.
+            self._quiet = m.quiesce and self._commit == m.commit
+            quiet_at = m.commit if self._quiet else 0
+            self._send(HeartbeatResponse(self.id, m.src, self._term, m.context, quiet_at))
         else:
             self._on_snapshot(m)
 

@@ -34,6 +34,11 @@ class ReadIndexTracker:
         """Whether the read of `context` still waits for confirmations."""
         return any(read.context == context for read in self._pending)
 
+    @property
+    def idle(self) -> bool:
+        """Whether no read waits for confirmations."""
+        return not self._pending
+
     def ack(self, peer: str, round_: int) -> None:
         """Record that `peer` answered the heartbeat of `round_`."""
         if round_ > self._acked.get(peer, 0):

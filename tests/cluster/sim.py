@@ -80,6 +80,10 @@ class Faults:
     # Per batch that must be persisted: crash while persisting or sending it.
     crash_mid_ready: float = 0.002
     skip_tick: float = 0.05
+    # The failure detector (RaftConfig.quiesce): per tick and pair, the chance that a node
+    # hears that a peer it cannot reach is suspected, and that it suspects one it can reach.
+    detect: float = 0.2
+    false_suspicion: float = 0.002
 
     @staticmethod
     def none() -> Faults:
@@ -96,6 +100,7 @@ class Faults:
             restart=0,
             crash_mid_ready=0,
             skip_tick=0,
+            false_suspicion=0,
         )
 
 
@@ -124,6 +129,7 @@ class SimNode:
     applied_index: int = 0
     digest: bytes = b"\0" * _DIGEST_SIZE
     incarnation: int = 0
+    was_quiet: bool = False
 
     @property
     def up(self) -> bool:
@@ -148,6 +154,9 @@ class Simulation:
     ) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
+        # The failure detector draws from its own stream: schedules without quiescence stay
+        # what they were before it existed.
+        self._detector_rng = random.Random(f"{seed}/detector")
         self.config = config or RaftConfig(election_tick=10, heartbeat_tick=2)
         self.faults = faults or Faults()
         self.activity = activity or Activity()
@@ -185,6 +194,7 @@ class Simulation:
         """One tick: faults and activity, a clock tick on each live node, then due messages."""
         self.now += 1
         self._inject_faults()
+        self._detect_failures()
         self._act()
         if self.workload is not None:
             self.workload.on_tick(self)
@@ -375,6 +385,9 @@ class Simulation:
         if self.workload is not None:
             for read in ready.read_states:
                 self.workload.on_read_state(self, node.id, read)
+        if raft.quiet and not node.was_quiet:
+            self.stats["went_quiet"] += 1
+        node.was_quiet = raft.quiet
 
     def _apply(self, node: SimNode, entry: Entry) -> None:
         if entry.index != node.applied_index + 1:
@@ -455,6 +468,21 @@ class Simulation:
         down = [node for node in self.nodes.values() if not node.up]
         if down and rng.random() < faults.restart:
             self._start(rng.choice(down))
+
+    def _detect_failures(self) -> None:
+        """What gossip tells each node: peers it cannot reach, after a while, and now and
+        then a peer it can (a false suspicion). Only a quiet group listens."""
+        if not self.config.quiesce:
+            return
+        for node in self.live_nodes():
+            for peer in self.nodes.values():
+                if peer is node:
+                    continue
+                reachable = peer.up and self._group.get(peer.id, 0) == self._group.get(node.id, 0)
+                chance = self.faults.false_suspicion if reachable else self.faults.detect
+                if node.raft is not None and self._detector_rng.random() < chance:
+                    self.stats["suspected"] += 1
+                    self._handle(node, node.raft.peer_lost(peer.id))
 
     def _act(self) -> None:
         rng, activity = self.rng, self.activity
@@ -561,6 +589,8 @@ def scenario(seed: int, new_disk: Callable[[str], SimDisk] | None = None) -> Sim
         transfer=0.02,
         membership=0.03 if membership else 0.0,
     )
+    # Picked last, so that the seeds' earlier picks stay what they were.
+    config = replace(config, quiesce=pick.random() < 0.5)
     return Simulation(
         seed,
         members=members,

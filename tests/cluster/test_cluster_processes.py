@@ -87,6 +87,39 @@ def test_killing_the_leader_elects_another_and_writes_continue() -> None:
         wait_for(lambda: leader.name not in survivors[0].status()["running_nodes"], 20, 0.2)
 
 
+def _all_quiet(nodes: list[ClusterNode]) -> bool:
+    return all(node.status()["raft"]["quiet"] for node in nodes)
+
+
+def test_an_idle_cluster_goes_quiet_and_a_write_wakes_it() -> None:
+    with running_cluster(3) as cluster:
+        leader = cluster.node(cluster.wait_leader(THREE))
+        wait_for(lambda: _all_quiet(cluster.nodes), 20, 0.1)
+        term = leader.status()["raft"]["term"]
+        add_vhost(cluster.nodes[2], "while-quiet")
+        for node in cluster.nodes:
+            wait_for(lambda node=node: "while-quiet" in vhost_names(node, local=True), 10, 0.1)
+        wait_for(lambda: _all_quiet(cluster.nodes), 20, 0.1)
+        assert leader.status()["raft"]["term"] == term
+
+
+def test_a_quiet_leader_that_stops_answering_is_replaced_through_gossip() -> None:
+    """SIGSTOP breaks no connection: only the failure detector tells the quiet followers."""
+    with running_cluster(3) as cluster:
+        leader = cluster.node(cluster.wait_leader(THREE))
+        followers = [node for node in cluster.nodes if node is not leader]
+        wait_for(lambda: _all_quiet(cluster.nodes), 20, 0.1)
+        leader.signal(signal.SIGSTOP)
+        try:
+            new_leader = cluster.wait_leader(THREE, followers, timeout=30)
+            assert new_leader != leader.name
+            add_vhost(followers[0], "after-quiet-failover")
+        finally:
+            leader.signal(signal.SIGCONT)
+        cluster.wait_leader(THREE)
+        wait_for(lambda: "after-quiet-failover" in vhost_names(leader, local=True), 20, 0.2)
+
+
 def test_a_read_forwarded_to_a_leader_that_dies_is_asked_of_the_next() -> None:
     with running_cluster(3) as cluster:
         leader = cluster.node(cluster.wait_leader(THREE))

@@ -77,5 +77,7 @@ def test_schedules_really_are_adversarial() -> None:
         "duplicated",
         "truncation",
         "snapshot_installed",
+        "went_quiet",
+        "suspected",
     ):
         assert totals[event] > 0, event

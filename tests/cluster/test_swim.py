@@ -46,6 +46,17 @@ def test_a_failed_probe_suspects_and_the_timeout_kills() -> None:
     assert node.view()["b"].status is MemberStatus.DEAD
 
 
+def test_listeners_hear_once_of_each_member_that_stops_being_alive() -> None:
+    node = swim()
+    lost: list[str] = []
+    node.lost_listeners.append(lost.append)
+    node.probe_failed("b", now=1.0)
+    node.expire(now=10.0)  # suspect, then dead: one loss
+    node.receive([MemberState("c", MemberStatus.DEAD, 0)], now=11.0)  # a rumour counts too
+    node.receive([MemberState("d", MemberStatus.ALIVE, 5)], now=11.0)
+    assert lost == ["b", "c"]
+
+
 def test_a_suspected_member_refutes_with_a_higher_incarnation() -> None:
     a, b = swim("a"), swim("b", incarnation=5)
     a.receive([MemberState("b", MemberStatus.ALIVE, 5)], now=0.0)
