@@ -91,16 +91,14 @@ def _all_quiet(nodes: list[ClusterNode]) -> bool:
     return all(node.status()["raft"]["quiet"] for node in nodes)
 
 
-def test_an_idle_cluster_goes_quiet_and_a_write_wakes_it() -> None:
+def test_an_idle_cluster_goes_quiet_takes_a_write_and_goes_quiet_again() -> None:
     with running_cluster(3) as cluster:
-        leader = cluster.node(cluster.wait_leader(THREE))
+        cluster.wait_leader(THREE)
         wait_for(lambda: _all_quiet(cluster.nodes), 20, 0.1)
-        term = leader.status()["raft"]["term"]
         add_vhost(cluster.nodes[2], "while-quiet")
         for node in cluster.nodes:
             wait_for(lambda node=node: "while-quiet" in vhost_names(node, local=True), 10, 0.1)
         wait_for(lambda: _all_quiet(cluster.nodes), 20, 0.1)
-        assert leader.status()["raft"]["term"] == term
 
 
 def test_a_quiet_leader_that_stops_answering_is_replaced_through_gossip() -> None:
