@@ -100,6 +100,10 @@ class RaftLoop:
         self._waiter_ids = itertools.count()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        # The Raft clock: when the next tick is due, and how many ticks the loop may sleep
+        # through before one that does something (see `_run`).
+        self._next_tick = 0.0
+        self._idle_ticks = 1
         self._last_view: tuple[Role, str | None, int, tuple[str, ...]] | None = None
         # The term and vote last handed to storage with an fsync (None: not yet this run).
         self._durable_vote: tuple[int, str | None] | None = None
@@ -112,7 +116,9 @@ class RaftLoop:
     def start(self) -> None:
         """Hand over what the node recovered (committed entries to apply) and start ticking."""
         self._take(self.raft.ready())
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="raft-loop")
+        loop = asyncio.get_running_loop()
+        self._next_tick = loop.time() + self._settings.tick_seconds
+        self._task = loop.create_task(self._run(), name="raft-loop")
 
     async def stop(self) -> None:
         """Finish the batch in hand, then stop; pending proposals fail as unknown."""
@@ -218,17 +224,20 @@ class RaftLoop:
 
     def campaign(self) -> None:
         """Start an election now."""
+        self._tick_owed()
         self._take(self.raft.campaign())
 
     def peer_lost(self, peer: str) -> None:
         """Tell the core that `peer` is suspected (see RaftNode.peer_lost)."""
+        self._tick_owed()
         self._take(self.raft.peer_lost(peer))
-        # A quiet follower that stops trusting its leader has a timeout to run again, sooner
-        # than the long sleep of a quiet node: the loop must work out its sleep anew.
+        # The node may now have a timeout to run, sooner than the long sleep of a quiet node:
+        # the loop must work out its sleep anew.
         self._wakeup.set()
 
     def transfer_leadership(self, target: str) -> None:
         """Ask the core to hand leadership to `target`."""
+        self._tick_owed()
         self._take(self.raft.transfer_leadership(target))
 
     async def wait_applied(self, index: int) -> None:
@@ -262,23 +271,28 @@ class RaftLoop:
         self._take(ready)
         return future
 
+    def _tick_owed(self) -> None:
+        """Run the ticks the loop slept through, up to the one that does something; ticks it
+        was late for beyond that (a stalled process) are dropped, so that a node that wakes
+        from a pause does not campaign at once. Each turn starts with it, and so does every
+        call into the core between turns: such a call may wake a quiet node, and the ticks
+        slept through belong to the quiet node (they do nothing to it), not to the awake one,
+        whose clock starts then."""
+        now = asyncio.get_running_loop().time()
+        tick = self._settings.tick_seconds
+        slept_through, self._idle_ticks = self._idle_ticks, 1
+        if now >= self._next_tick:
+            due = min(slept_through, 1 + int((now - self._next_tick) / tick))
+            for _ in range(due):
+                self._take(self.raft.tick())
+            self._next_tick = max(self._next_tick + due * tick, now + tick / 2)
+
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         tick = self._settings.tick_seconds
-        next_tick = loop.time() + tick
-        idle = 1  # ticks the loop may sleep through (see below)
         try:
             while not self._stopping:
-                now = loop.time()
-                slept_through, idle = idle, 1
-                if now >= next_tick:
-                    # The ticks the loop slept through are owed, up to the one that does
-                    # something; ticks it was late for beyond that (a stalled process) are
-                    # dropped, so that a node that wakes from a pause does not campaign at once.
-                    due = min(slept_through, 1 + int((now - next_tick) / tick))
-                    for _ in range(due):
-                        self._take(self.raft.tick())
-                    next_tick = max(next_tick + due * tick, now + tick / 2)
+                self._tick_owed()
                 steps = min(len(self._inbox), _MAX_STEPS_PER_TURN)
                 for _ in range(steps):
                     self._take(self.raft.step(self._inbox.popleft()))
@@ -296,8 +310,8 @@ class RaftLoop:
                 # An idle node sleeps until the tick that does something (a heartbeat to send,
                 # an election timeout) rather than waking for every tick: each wake-up of an
                 # idle node takes a core from the nodes that serve messages.
-                idle = self.raft.idle_ticks()
-                wake_at = next_tick + (idle - 1) * tick
+                self._idle_ticks = self.raft.idle_ticks()
+                wake_at = self._next_tick + (self._idle_ticks - 1) * tick
                 try:
                     async with asyncio.timeout(max(wake_at - loop.time(), 0)):
                         await self._wakeup.wait()

@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
-from cluster.raft import Heartbeat, HeartbeatResponse, RaftConfig, RequestVote, Role
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from cluster.metadata_machine import MetadataMachine
+from cluster.node_loop import LoopSettings, RaftLoop
+from cluster.raft import (
+    FileStorage,
+    Heartbeat,
+    HeartbeatResponse,
+    ProposalRejected,
+    RaftConfig,
+    RequestVote,
+    Role,
+)
 from tests.cluster.raft_harness import Cluster
 
 QUIET = RaftConfig(election_tick=10, heartbeat_tick=2, quiesce=True)
@@ -193,3 +208,37 @@ def test_a_read_a_follower_confirms_itself_keeps_the_group_quiet() -> None:
     assert [r.context for r in ready.read_states] == [b"r"]
     assert ready.messages == ()
     assert all(node.quiet for node in cluster.nodes.values())
+
+
+@pytest.mark.parametrize("wake", ["suspicion", "transfer"])
+def test_a_quiet_leader_woken_between_loop_turns_starts_its_clock_afresh(
+    tmp_path: Path, wake: str
+) -> None:
+    """The node loop sleeps through a quiet node's ticks; when a call between its turns wakes
+    the node (the failure detector, a handover on shutdown), those ticks belong to the quiet
+    node, which they do nothing to: they must not run as ticks of the awake one (a burst of
+    heartbeats, a transfer given up, a step-down for a quorum not heard)."""
+    cluster = _quiet_cluster()
+    leader, sent = cluster.nodes["a"], []
+
+    async def scenario() -> Role:
+        # Ticks long enough that a loaded machine does not stall through several of them.
+        settings = LoopSettings(tick_seconds=0.05)
+        loop = RaftLoop(leader, FileStorage(tmp_path), MetadataMachine(), sent.extend, settings)
+        loop.start()
+        await asyncio.sleep(2 * QUIET.election_tick * settings.tick_seconds)
+        if wake == "suspicion":
+            loop.peer_lost("b")
+        else:
+            loop.transfer_leadership("b")
+        await asyncio.sleep(2 * settings.tick_seconds)
+        role = leader.role
+        if wake == "transfer":
+            with pytest.raises(ProposalRejected, match="being transferred"):
+                leader.propose(b"refused while the transfer is on")
+        await loop.stop()
+        return role
+
+    assert asyncio.run(scenario()) is Role.LEADER
+    rounds = sum(1 for m in sent if isinstance(m, Heartbeat) and m.dst == "b")
+    assert rounds <= 3, rounds
