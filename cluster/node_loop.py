@@ -231,9 +231,6 @@ class RaftLoop:
         """Tell the core that `peer` is suspected (see RaftNode.peer_lost)."""
         self._tick_owed()
         self._take(self.raft.peer_lost(peer))
-        # The node may now have a timeout to run, sooner than the long sleep of a quiet node:
-        # the loop must work out its sleep anew.
-        self._wakeup.set()
 
     def transfer_leadership(self, target: str) -> None:
         """Ask the core to hand leadership to `target`."""
@@ -277,7 +274,10 @@ class RaftLoop:
         from a pause does not campaign at once. Each turn starts with it, and so does every
         call into the core between turns: such a call may wake a quiet node, and the ticks
         slept through belong to the quiet node (they do nothing to it), not to the awake one,
-        whose clock starts then."""
+        whose clock starts then. The loop then works out its sleep anew: the sleep it began
+        counted on ticks this has run or dropped, and the call may give the node a timeout
+        sooner than a quiet node's long sleep."""
+        self._wakeup.set()  # (a turn clears it before it sleeps)
         now = asyncio.get_running_loop().time()
         tick = self._settings.tick_seconds
         slept_through, self._idle_ticks = self._idle_ticks, 1

@@ -242,3 +242,38 @@ def test_a_quiet_leader_woken_between_loop_turns_starts_its_clock_afresh(
     assert asyncio.run(scenario()) is Role.LEADER
     rounds = sum(1 for m in sent if isinstance(m, Heartbeat) and m.dst == "b")
     assert rounds <= 3, rounds
+
+
+def test_a_call_between_loop_turns_does_not_delay_the_leaders_heartbeat(tmp_path: Path) -> None:
+    """A call into the core between the loop's turns settles the ticks owed so far; the loop,
+    asleep until the tick it had worked out, must count again from there. Otherwise a call
+    that changes nothing (a handover to the leader itself) loses the ticks the sleep was for,
+    and the leader's next heartbeat comes that much late."""
+    config = RaftConfig(election_tick=40, heartbeat_tick=10)  # no step-down within the test
+    cluster = Cluster(MEMBERS, config)
+    cluster.elect("a")
+    leader = cluster.nodes["a"]
+    settings = LoopSettings(tick_seconds=0.1)
+    heartbeats: list[float] = []
+    due = config.heartbeat_tick * settings.tick_seconds  # after the start: 1 s
+
+    async def scenario() -> float:
+        clock = asyncio.get_running_loop().time
+
+        def send(messages: list[object]) -> None:
+            if any(isinstance(m, Heartbeat) and m.dst == "b" for m in messages):
+                heartbeats.append(clock())
+
+        loop = RaftLoop(leader, FileStorage(tmp_path), MetadataMachine(), send, settings)
+        started = clock()
+        loop.start()
+        await asyncio.sleep(2 * settings.tick_seconds)  # the loop sleeps toward the heartbeat
+        loop.transfer_leadership("a")
+        await asyncio.sleep(due + 0.5)
+        await loop.stop()
+        return started
+
+    started = asyncio.run(scenario())
+    assert heartbeats, "no heartbeat"
+    # The loss of the ticks slept through would put it about two thirds of `due` later.
+    assert heartbeats[0] - started < due + 0.35, heartbeats[0] - started
