@@ -133,6 +133,7 @@ class ClusterPlugin:
             lambda: self.service.applied_index,
             lambda: self._broker.connections_mid_read > 0,
             self._broker.busy_poll.input_arrived,
+            self._broker.pending_writes.after_read,
             tls.client_context() if tls else None,
         )
         self.service.heard_from = self._links.heard_from

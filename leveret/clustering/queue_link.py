@@ -95,11 +95,14 @@ class QueueLink:
         busy: Callable[[], bool] = lambda: False,
         throttle: LogThrottle | None = None,
         input_arrived: Callable[[], None] = lambda: None,
+        after_read: Callable[[Callable[[], None]], None] = lambda flush: None,
     ) -> None:
         self.node = node
         self._applied_index = applied_index
         self._busy = busy
         self._input_arrived = input_arrived
+        self._after_read = after_read
+        self._settlements_soon = False  # flush_settlements is due after the client's read
         self._waited_turns = 0
         self.generation = 0
         self.throttled: set[Any] = set()
@@ -343,6 +346,11 @@ class QueueLink:
             self._rejects.append(delivery)
         else:
             self._requeues.append(delivery)
+        if not self._settlements_soon:
+            # (an ack frees the home node to send the consumer another delivery: it goes
+            # ahead of the rest of the turn; see PendingWrites.after_read)
+            self._settlements_soon = True
+            self._after_read(self.flush_settlements)
         self._changed()
 
     async def request(
@@ -431,24 +439,40 @@ class QueueLink:
         elif state is _State.DOWN and self._has_up:
             self._fail_batch(self._take()[1])
 
+    def flush_settlements(self) -> None:
+        """The control frame goes now, alone (its settlements, and any credit or cancel with
+        them); the other frames wait for the end of the turn as before."""
+        self._settlements_soon = False
+        connection = self._connection
+        if self._state is _State.UP and connection is not None and connection.can_write:
+            control_batch = self._take_control()
+            if control_batch is not None:
+                connection.write(control_batch.SerializeToString())
+
+    def _take_control(self) -> queues_pb2.ToHome | None:
+        """The control frame waiting (alone in a ToHome), None if it says nothing; a new one
+        begins."""
+        if not (self._control_used or self._acks or self._rejects or self._requeues):
+            return None
+        control_batch, control = self._control_batch, self._control
+        for outcome, ids in (
+            (_ACK, self._acks),
+            (_REJECT, self._rejects),
+            (_REQUEUE, self._requeues),
+        ):
+            if ids:
+                settle = control.settles.add()
+                settle.outcome = outcome
+                settle.deliveries.extend(ids)
+                ids.clear()
+        self._control_batch, self._control = _new_control()
+        self._control_used = False
+        return control_batch
+
     def _take(self) -> tuple[queues_pb2.ToHome | None, queues_pb2.ToHome | None]:
         """The batch waiting for the connection: its control frame (alone in a ToHome) and the
         frames after it, None for a part that says nothing; a new one begins."""
-        control_batch = frames = None
-        if self._control_used or self._acks or self._rejects or self._requeues:
-            control_batch, control = self._control_batch, self._control
-            for outcome, ids in (
-                (_ACK, self._acks),
-                (_REJECT, self._rejects),
-                (_REQUEUE, self._requeues),
-            ):
-                if ids:
-                    settle = control.settles.add()
-                    settle.outcome = outcome
-                    settle.deliveries.extend(ids)
-                    ids.clear()
-            self._control_batch, self._control = _new_control()
-            self._control_used = False
+        control_batch, frames = self._take_control(), None
         if self._frames_used or self._publishes:
             self._seal_frame()
             frames, sealed = self._frames, self._sealed
@@ -699,6 +723,7 @@ class QueueLinks:
         applied_index: Callable[[], int],
         busy: Callable[[], bool],
         input_arrived: Callable[[], None],
+        after_read: Callable[[Callable[[], None]], None],
         tls: ssl.SSLContext | None = None,
     ) -> None:
         self._address_of = address_of
@@ -706,6 +731,7 @@ class QueueLinks:
         self._applied_index = applied_index
         self._busy = busy
         self._input_arrived = input_arrived
+        self._after_read = after_read
         self._tls = tls
         self._throttle = LogThrottle()
         self._links: dict[str, QueueLink] = {}
@@ -727,6 +753,7 @@ class QueueLinks:
                 self._busy,
                 self._throttle,
                 self._input_arrived,
+                self._after_read,
             )
         return link
 

@@ -144,6 +144,7 @@ class AMQPProtocol(asyncio.Protocol):
             return
         if self.session is not None and not self._closing:
             self.session.data_received(data, self._budget())
+            self.broker.pending_writes.read_handled()
             self._after_turn()
 
     def _budget(self) -> int:
@@ -168,6 +169,7 @@ class AMQPProtocol(asyncio.Protocol):
             return
         if self._reading:
             self.session.data_received(b"", self._budget())
+            self.broker.pending_writes.read_handled()
         self._after_turn()
 
     def _update_reading(self) -> None:
