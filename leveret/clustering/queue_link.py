@@ -3,7 +3,8 @@
 Everything this node's clients do to queues homed on one node goes through its link:
 publishes, consumers and requests in the order they were made (confirms come back in order),
 and credit and settlements ahead of them. What the clients did in one turn of the event loop
-goes out at the end of it in one write. A link connects on first use. When it breaks,
+goes out at the end of it in one write, but for the settlements a client's read brought: they
+go as soon as that read is handled. A link connects on first use. When it breaks,
 whatever waited on it fails at once (publishes are nacked, consumers cancelled, requests
 answered "home node down"), and it reconnects in the background; until then the home node
 counts as down. A request or consumer that finds it down has an attempt made at once and waits
