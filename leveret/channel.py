@@ -4,7 +4,7 @@ publishes goes through its publisher (publishing.py)."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import declare_rules as rules
@@ -498,6 +498,13 @@ class Channel:
             return False
         return self.session.writable and not self.closed
 
+    def room(self, wanted: int) -> int:
+        if not self.session.writable or self.closed:
+            return 0
+        if self.channel_prefetch:
+            return max(0, min(wanted, self.channel_prefetch - self._consumer_unacked))
+        return wanted
+
     def write_blocked(self) -> bool:
         return not self.session.writable
 
@@ -505,35 +512,41 @@ class Channel:
         return self.number, self.session.frame_max
 
     def deliver(self, consumer: Consumer, queue: ClassicQueue, entry: QueueEntry) -> None:
+        self.session.write(self._delivery(consumer, queue, entry))
+
+    def deliver_all(
+        self, consumer: Consumer, queue: ClassicQueue, entries: Sequence[QueueEntry]
+    ) -> None:
+        # One write for the batch: a remote queue's home node sends a consumer's deliveries
+        # many at a time.
+        self.session.write(b"".join([self._delivery(consumer, queue, entry) for entry in entries]))
+
+    def _delivery(self, consumer: Consumer, queue: ClassicQueue, entry: QueueEntry) -> bytes:
+        """The frames of `entry` delivered under the channel's next delivery tag."""
         tag = self._next_delivery_tag
         self._next_delivery_tag = tag + 1
         if not consumer.no_ack:
             self.unacked[tag] = (queue, entry, consumer)
             self._consumer_unacked += 1
         if type(entry) is FramedEntry:  # from a remote queue's home node, framed for us
-            self.session.write(
-                deliver_framed(
-                    self.number,
-                    consumer.tag_bytes,
-                    tag,
-                    entry.redelivered,
-                    entry.exchange_and_key,
-                    entry.framed,
-                )
-            )
-            return
-        message = entry.message
-        self.session.write(
-            deliver_frames(
+            return deliver_framed(
                 self.number,
                 consumer.tag_bytes,
                 tag,
                 entry.redelivered,
-                message.exchange_and_key,
-                message.header,
-                message.body,
-                self.session.frame_max,
+                entry.exchange_and_key,
+                entry.framed,
             )
+        message = entry.message
+        return deliver_frames(
+            self.number,
+            consumer.tag_bytes,
+            tag,
+            entry.redelivered,
+            message.exchange_and_key,
+            message.header,
+            message.body,
+            self.session.frame_max,
         )
 
     def oldest_unacked_age(self, now: float) -> float:
@@ -667,14 +680,23 @@ class Channel:
             raise precondition_failed(f"unknown delivery tag {tag}", method.ids)
 
     def _settle(self, records: list[Unacked]) -> None:
+        # Each queue settles a run of its entries at once (a read's acks are mostly one
+        # queue's): for a remote queue, the run goes on the link as one list.
         touched: list[Settles] = []
+        run: list[QueueEntry] = []
         for queue, entry, consumer in records:
-            queue.settle(entry)
             if consumer is not None:
                 consumer.in_flight -= 1
                 self._consumer_unacked -= 1
-            if not touched or touched[-1] is not queue:
-                touched.append(queue)
+            if touched and touched[-1] is queue:
+                run.append(entry)
+                continue
+            if run:
+                touched[-1].settle_all(run)
+            touched.append(queue)
+            run = [entry]
+        if run:
+            touched[-1].settle_all(run)
         self._after_settle(touched)
 
     def _reject(self, records: list[Unacked], requeue: bool) -> None:

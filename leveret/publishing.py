@@ -181,17 +181,20 @@ class ChannelPublisher:
         else:
             self._channel.transaction.expect_remote()
 
-    def confirmed(self, seq: int, taken: bool) -> None:
-        """A home node took (or could not take) a publish of this channel: `seq` 0 is one of a
-        committing transaction's."""
+    def confirmed(self, seqs: list[int], taken: bool) -> None:
+        """A home node took (or could not take) publishes of this channel: a `seq` 0 is one of
+        a committing transaction's."""
         if self._channel.closed:
             return
-        if not seq:
-            self._channel.transaction.remote_taken(taken)
+        if not seqs[0]:  # (a channel is in one mode: all of them are the transaction's)
+            for _ in seqs:
+                self._channel.transaction.remote_taken(taken)
             return
-        if not taken:
-            self.confirms.reject(seq)
-        self.confirms.confirm(seq)
+        confirms = self.confirms
+        for seq in seqs:
+            if not taken:
+                confirms.reject(seq)
+            confirms.confirm(seq)
         if not self._confirm_scheduled:
             # One basic.ack for all the home node confirmed in this turn of the loop.
             self._confirm_scheduled = True

@@ -14,6 +14,7 @@ closes.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from proto import queues_pb2
@@ -106,6 +107,15 @@ class LinkedConsumer:
     def deliver(self, consumer: Consumer, queue: ClassicQueue, entry: QueueEntry) -> None:
         self.credit -= 1
         self.session.send_delivery(self, queue, entry, consumer)
+
+    def room(self, wanted: int) -> int:
+        return min(wanted, self.credit) if self.session.open else 0
+
+    def deliver_all(
+        self, consumer: Consumer, queue: ClassicQueue, entries: Sequence[QueueEntry]
+    ) -> None:
+        for entry in entries:
+            self.deliver(consumer, queue, entry)
 
     def consumer_cancelled_by_node(self, consumer: Consumer) -> None:
         self.session.consumer_gone(self.id)
@@ -326,9 +336,13 @@ class HomeSession:
         self, sink: LinkedConsumer, queue: ClassicQueue, entry: QueueEntry, consumer: Consumer
     ) -> None:
         delivery = self._out.deliveries.add()
-        self._fill(delivery, queue, entry, consumer, consumer.no_ack, sink.framing())
+        self._fill(
+            delivery, queue, entry, consumer, consumer.no_ack, sink.remote_channel, sink.frame_max
+        )
         delivery.consumer = sink.id
-        self._schedule_flush()
+        self._has_out = True
+        if not self._flush_scheduled:
+            self._schedule_flush()
         self._out_deliveries += 1
         if self._out_deliveries >= sink.write_every:
             # (Whatever went into the batch before is whole: an answer is filled in before the
@@ -342,18 +356,19 @@ class HomeSession:
         entry: QueueEntry,
         consumer: Consumer | None,
         settled: bool,
-        framing: tuple[int, int] = (0, 0),
+        channel: int = 0,
+        frame_max: int = 0,
     ) -> None:
-        """`framing`: the client's channel and frame_max to frame the content for ((0, 0):
-        it goes unframed)."""
+        """`channel`, `frame_max`: the client's channel and frame_max to frame the content for
+        (channel 0: it goes unframed)."""
         if not settled:
             delivery_id = self._next_delivery
             self._next_delivery = delivery_id + 1
             self._unsettled[delivery_id] = (queue, entry, consumer)
             delivery.id = delivery_id
         message = entry.message
-        delivery.redelivered = entry.redelivered
-        channel, frame_max = framing
+        if entry.redelivered:  # (a field left at its default costs nothing)
+            delivery.redelivered = True
         if channel:
             # Framed here, the delivery costs the client's node (which also reads and writes
             # its clients' sockets, and is the busier one) only the basic.deliver in front.

@@ -340,13 +340,13 @@ class QueueLink:
         self._control_used = True
         self._changed()
 
-    def settle(self, outcome: Outcome, delivery: int) -> None:
+    def settle(self, outcome: Outcome, deliveries: list[int]) -> None:
         if outcome is _ACK:
-            self._acks.append(delivery)
+            self._acks.extend(deliveries)
         elif outcome is _REJECT:
-            self._rejects.append(delivery)
+            self._rejects.extend(deliveries)
         else:
-            self._requeues.append(delivery)
+            self._requeues.extend(deliveries)
         if not self._settlements_soon:
             # (an ack frees the home node to send the consumer another delivery: it goes
             # ahead of the rest of the turn; see PendingWrites.after_read)
@@ -597,14 +597,10 @@ class QueueLink:
                 future.set_exception(AMQPError(answer.code, answer.text))
             else:
                 future.set_result(answer.consumer)
+        deliveries = fields.get(_DELIVERIES)
+        if deliveries is not None:
+            self._hand_over(deliveries)
         subscribers = self._subscribers
-        for delivery in fields.get(_DELIVERIES, ()):
-            subscriber = subscribers.get(delivery.consumer)
-            if subscriber is not None:
-                subscriber.delivered(_entry(delivery))
-            elif delivery.id:
-                self._requeues.append(delivery.id)  # cancelled meanwhile
-                self._changed()
         for cancelled in fields.get(_CANCELLED, ()):
             subscriber = subscribers.pop(cancelled.consumer, None)
             if cancelled.consumer in self._cancelling:
@@ -632,11 +628,45 @@ class QueueLink:
                 )
             )
 
+    def _hand_over(self, deliveries: Any) -> None:
+        """Each consumer's deliveries of a frame go to it together (mostly a frame's are all
+        one consumer's)."""
+        first = deliveries[0].consumer
+        by_consumer: dict[int, list[QueueEntry]]
+        if all(delivery.consumer == first for delivery in deliveries):
+            by_consumer = {first: [_entry(delivery) for delivery in deliveries]}
+        else:
+            by_consumer = {}
+            for delivery in deliveries:
+                by_consumer.setdefault(delivery.consumer, []).append(_entry(delivery))
+        for consumer, entries in by_consumer.items():
+            subscriber = self._subscribers.get(consumer)
+            if subscriber is not None:
+                subscriber.delivered(entries)
+                continue
+            cancelled = [entry.seq for entry in entries if entry.seq]  # cancelled meanwhile
+            if cancelled:
+                self._requeues.extend(cancelled)
+                self._changed()
+
     def _confirmed(self, upto: int, refused: set[int] | None) -> None:
+        # Each waiter hears of a run of its publishes at once (mostly, one publisher's are all
+        # the publishes a confirm covers).
         awaiting = self._awaiting
+        run: list[int] = []
+        run_waiter: ConfirmWaiter | None = None
+        run_taken = True
         while awaiting and awaiting[0][0] <= upto:
             link_seq, waiter, seq = awaiting.popleft()
-            waiter.confirmed(seq, refused is None or link_seq not in refused)
+            taken = refused is None or link_seq not in refused
+            if waiter is run_waiter and taken is run_taken:
+                run.append(seq)
+                continue
+            if run_waiter is not None:
+                run_waiter.confirmed(run, run_taken)
+            run, run_waiter, run_taken = [seq], waiter, taken
+        if run_waiter is not None:
+            run_waiter.confirmed(run, run_taken)
 
     # --- failure ------------------------------------------------------------------------------
 
@@ -658,7 +688,7 @@ class QueueLink:
         self._requeues.clear()
         awaiting, self._awaiting = self._awaiting, deque()
         for _, waiter, seq in awaiting:
-            waiter.confirmed(seq, False)
+            waiter.confirmed([seq], False)
         subscribers, self._subscribers = self._subscribers, {}
         cancelling, self._cancelling = self._cancelling, {}
         for consumer, done in cancelling.items():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from ..amqp.frames import shortstr
@@ -81,6 +81,16 @@ class DeliverySink(Protocol):
 
     def deliver(self, consumer: Consumer, queue: ClassicQueue, entry: QueueEntry) -> None: ...
 
+    def room(self, wanted: int) -> int:
+        """How many of `wanted` more deliveries it takes now (can_deliver before each)."""
+        ...
+
+    def deliver_all(
+        self, consumer: Consumer, queue: ClassicQueue, entries: Sequence[QueueEntry]
+    ) -> None:
+        """`deliver` for each of `entries` in turn (a batch from a remote queue's home node)."""
+        ...
+
     def consumer_cancelled_by_node(self, consumer: Consumer) -> None: ...
 
 
@@ -127,6 +137,14 @@ class Consumer:
         if self.prefetch and self.in_flight >= self.prefetch and not self.no_ack:
             return False
         return self.sink.can_deliver()
+
+    def room(self, wanted: int) -> int:
+        """How many of `wanted` more deliveries it may take now: has_capacity before each."""
+        if self.no_ack:  # (its deliveries count against no prefetch)
+            return wanted if self.sink.can_deliver() else 0
+        if self.prefetch:
+            wanted = min(wanted, self.prefetch - self.in_flight)
+        return self.sink.room(wanted) if wanted > 0 else 0
 
     @property
     def active(self) -> bool:
@@ -577,6 +595,10 @@ class ClassicQueue:
         self.acked_total += 1
         if entry.stored and self.store is not None:
             self.store.ack(entry.seq)
+
+    def settle_all(self, entries: list[QueueEntry]) -> None:
+        for entry in entries:
+            self.settle(entry)
 
     def reject(self, entry: QueueEntry) -> None:
         """A delivered message rejected without requeue: gone, or dead-lettered as rejected."""

@@ -74,15 +74,17 @@ class QueueStatus:
 class ConfirmWaiter(Protocol):
     """A publisher that waits for the home node to take its message."""
 
-    def confirmed(self, seq: int, taken: bool) -> None:
-        """The home node took the publish `seq` (0 in a transaction), or could not."""
+    def confirmed(self, seqs: list[int], taken: bool) -> None:
+        """The home node took the publishes `seqs` (0s in a transaction), or could not."""
         ...
 
 
 class RemoteSubscriber(Protocol):
     """The client side of a consumer of a remote queue (see remote_consumer.py)."""
 
-    def delivered(self, entry: QueueEntry) -> None: ...
+    def delivered(self, entries: list[QueueEntry]) -> None:
+        """Deliveries from the home node, in its order."""
+        ...
 
     def cancelled_by_home(self) -> None: ...
 
@@ -161,7 +163,7 @@ class HomeLink(Protocol):
         """The home node may send `credit` more deliveries to `consumer`."""
         ...
 
-    def settle(self, outcome: Outcome, delivery: int) -> None: ...
+    def settle(self, outcome: Outcome, deliveries: list[int]) -> None: ...
 
     def request(
         self,

@@ -47,14 +47,20 @@ class RemoteQueueHandle:
 
     # --- deliveries from the home node --------------------------------------------------------
 
-    def delivered(self, entry: QueueEntry) -> None:
+    def delivered(self, entries: list[QueueEntry]) -> None:
+        # Those the consumer can take now go to its channel in one write; the rest wait.
         consumer = self.consumer
         if consumer is None:
-            self._give_back(entry)
-        elif self.started and not self._waiting and consumer.has_capacity():
-            self._deliver(consumer, entry)
-        else:
-            self._waiting.append(entry)
+            for entry in entries:
+                self._give_back(entry)
+            return
+        taken = 0
+        if self.started and not self._waiting:
+            taken = consumer.room(len(entries))
+            if taken:
+                self._deliver(consumer, entries if taken == len(entries) else entries[:taken])
+        if taken < len(entries):
+            self._waiting.extend(entries[taken:])
 
     def cancelled_by_home(self) -> None:
         """The queue is gone, or its home node: the client hears of it if it can."""
@@ -71,25 +77,26 @@ class RemoteQueueHandle:
 
     def dispatch(self) -> None:
         """The channel can take more: hand over what waits."""
-        if not self.started:
-            return
         consumer = self.consumer
         waiting = self._waiting
-        while waiting and consumer is not None and consumer.has_capacity():
-            self._deliver(consumer, waiting.popleft())
+        if not self.started or consumer is None or not waiting:
+            return
+        taken = consumer.room(len(waiting))
+        if taken:
+            self._deliver(consumer, [waiting.popleft() for _ in range(taken)])
 
-    def _deliver(self, consumer: Consumer, entry: QueueEntry) -> None:
+    def _deliver(self, consumer: Consumer, entries: list[QueueEntry]) -> None:
         if not consumer.no_ack:
-            consumer.in_flight += 1
-        consumer.sink.deliver(consumer, self, entry)  # type: ignore[arg-type]
-        self._written += 1
+            consumer.in_flight += len(entries)
+        consumer.sink.deliver_all(consumer, self, entries)  # type: ignore[arg-type]
+        self._written += len(entries)
         if self._written >= _CREDIT_BATCH and self._current():
             self.link.grant(self.consumer_id, self._written)
             self._written = 0
 
     def _give_back(self, entry: QueueEntry) -> None:
         if entry.seq and self._current():
-            self.link.settle(_REQUEUE, entry.seq)
+            self.link.settle(_REQUEUE, [entry.seq])
 
     def _current(self) -> bool:
         # A link takes a new generation whenever it fails, so one that is down has left this
@@ -119,11 +126,15 @@ class RemoteQueueHandle:
 
     def settle(self, entry: QueueEntry) -> None:
         if self._current():
-            self.link.settle(_ACK, entry.seq)
+            self.link.settle(_ACK, [entry.seq])
+
+    def settle_all(self, entries: list[QueueEntry]) -> None:
+        if self._current():
+            self.link.settle(_ACK, [entry.seq for entry in entries])
 
     def reject(self, entry: QueueEntry) -> None:
         if self._current():
-            self.link.settle(_REJECT, entry.seq)
+            self.link.settle(_REJECT, [entry.seq])
 
     def requeue(self, entries: list[QueueEntry]) -> None:
         for entry in entries:

@@ -300,6 +300,9 @@ class StreamQueue(ClassicQueue):
     def settle(self, entry: QueueEntry) -> None:
         self.acked_total += 1
 
+    def settle_all(self, entries: list[QueueEntry]) -> None:
+        self.acked_total += len(entries)
+
     def reject(self, entry: QueueEntry) -> None:
         """Refused by the client's channel; only a link to another node may still pass here."""
 

@@ -43,8 +43,8 @@ class Publisher:
     def __init__(self) -> None:
         self.answers: list[tuple[int, bool]] = []
 
-    def confirmed(self, seq: int, taken: bool) -> None:
-        self.answers.append((seq, taken))
+    def confirmed(self, seqs: list[int], taken: bool) -> None:
+        self.answers += [(seq, taken) for seq in seqs]
 
 
 async def _down_link() -> tuple[QueueLink, ScriptedNetwork, asyncio.Future[None]]:

@@ -69,9 +69,9 @@ def test_settlements_from_a_read_go_before_the_end_of_the_turn() -> None:
         pending = PendingWrites()
         link, connection = await _connected_link(pending)
         # One read of a client's: two acks and a requeue, and a publish.
-        link.settle(Outcome.ACK, 1)
-        link.settle(Outcome.ACK, 2)
-        link.settle(Outcome.REQUEUE, 3)
+        link.settle(Outcome.ACK, [1])
+        link.settle(Outcome.ACK, [2])
+        link.settle(Outcome.REQUEUE, [3])
         link.publish("/", ["q"], Message("", "q", b"", b"later"), None, 0)
         pending.read_handled()
         assert len(connection.writes) == 1
@@ -94,7 +94,7 @@ def test_settlements_outside_a_read_go_with_the_turn() -> None:
     async def scenario() -> None:
         pending = PendingWrites()
         link, connection = await _connected_link(pending)
-        link.settle(Outcome.REJECT, 7)  # (a consumer timeout, a channel closing)
+        link.settle(Outcome.REJECT, [7])  # (a consumer timeout, a channel closing)
         link.publish("/", ["q"], Message("", "q", b"", b"with it"), None, 0)
         await _turn_ended()
         assert len(connection.writes) == 1
@@ -103,7 +103,7 @@ def test_settlements_outside_a_read_go_with_the_turn() -> None:
         # The read after it finds nothing left to send; the next settlement is sent at once.
         pending.read_handled()
         assert len(connection.writes) == 1
-        link.settle(Outcome.ACK, 8)
+        link.settle(Outcome.ACK, [8])
         pending.read_handled()
         assert len(connection.writes) == 2
         assert _settled(connection.writes[1]) == [(Outcome.ACK, [8])]
