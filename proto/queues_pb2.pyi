@@ -166,7 +166,7 @@ class Confirm(_message.Message):
     def __init__(self, upto: _Optional[int] = ..., refused: _Optional[_Iterable[int]] = ..., congested: _Optional[bool] = ...) -> None: ...
 
 class Delivery(_message.Message):
-    __slots__ = ("consumer", "id", "redelivered", "exchange", "routing_key", "header", "body", "exchange_and_key", "framed")
+    __slots__ = ("consumer", "id", "redelivered", "exchange", "routing_key", "header", "body")
     CONSUMER_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     REDELIVERED_FIELD_NUMBER: _ClassVar[int]
@@ -174,8 +174,6 @@ class Delivery(_message.Message):
     ROUTING_KEY_FIELD_NUMBER: _ClassVar[int]
     HEADER_FIELD_NUMBER: _ClassVar[int]
     BODY_FIELD_NUMBER: _ClassVar[int]
-    EXCHANGE_AND_KEY_FIELD_NUMBER: _ClassVar[int]
-    FRAMED_FIELD_NUMBER: _ClassVar[int]
     consumer: int
     id: int
     redelivered: bool
@@ -183,9 +181,21 @@ class Delivery(_message.Message):
     routing_key: str
     header: bytes
     body: bytes
-    exchange_and_key: bytes
-    framed: bytes
-    def __init__(self, consumer: _Optional[int] = ..., id: _Optional[int] = ..., redelivered: _Optional[bool] = ..., exchange: _Optional[str] = ..., routing_key: _Optional[str] = ..., header: _Optional[bytes] = ..., body: _Optional[bytes] = ..., exchange_and_key: _Optional[bytes] = ..., framed: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, consumer: _Optional[int] = ..., id: _Optional[int] = ..., redelivered: _Optional[bool] = ..., exchange: _Optional[str] = ..., routing_key: _Optional[str] = ..., header: _Optional[bytes] = ..., body: _Optional[bytes] = ...) -> None: ...
+
+class FramedDeliveries(_message.Message):
+    __slots__ = ("consumer", "ids", "redelivered", "exchange_and_keys", "framed")
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    REDELIVERED_FIELD_NUMBER: _ClassVar[int]
+    EXCHANGE_AND_KEYS_FIELD_NUMBER: _ClassVar[int]
+    FRAMED_FIELD_NUMBER: _ClassVar[int]
+    consumer: int
+    ids: _containers.RepeatedScalarFieldContainer[int]
+    redelivered: _containers.RepeatedScalarFieldContainer[int]
+    exchange_and_keys: _containers.RepeatedScalarFieldContainer[bytes]
+    framed: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, consumer: _Optional[int] = ..., ids: _Optional[_Iterable[int]] = ..., redelivered: _Optional[_Iterable[int]] = ..., exchange_and_keys: _Optional[_Iterable[bytes]] = ..., framed: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class Subscribed(_message.Message):
     __slots__ = ("consumer", "code", "text")
@@ -226,20 +236,22 @@ class Reply(_message.Message):
     def __init__(self, id: _Optional[int] = ..., code: _Optional[int] = ..., text: _Optional[str] = ..., message_count: _Optional[int] = ..., consumer_count: _Optional[int] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ..., has_delivery: _Optional[bool] = ..., unacked_count: _Optional[int] = ..., view: _Optional[bytes] = ...) -> None: ...
 
 class Down(_message.Message):
-    __slots__ = ("confirms", "deliveries", "subscribed", "cancelled", "replies", "cancel_oks")
+    __slots__ = ("confirms", "deliveries", "subscribed", "cancelled", "replies", "cancel_oks", "framed_deliveries")
     CONFIRMS_FIELD_NUMBER: _ClassVar[int]
     DELIVERIES_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIBED_FIELD_NUMBER: _ClassVar[int]
     CANCELLED_FIELD_NUMBER: _ClassVar[int]
     REPLIES_FIELD_NUMBER: _ClassVar[int]
     CANCEL_OKS_FIELD_NUMBER: _ClassVar[int]
+    FRAMED_DELIVERIES_FIELD_NUMBER: _ClassVar[int]
     confirms: _containers.RepeatedCompositeFieldContainer[Confirm]
     deliveries: _containers.RepeatedCompositeFieldContainer[Delivery]
     subscribed: _containers.RepeatedCompositeFieldContainer[Subscribed]
     cancelled: _containers.RepeatedCompositeFieldContainer[Cancelled]
     replies: _containers.RepeatedCompositeFieldContainer[Reply]
     cancel_oks: _containers.RepeatedCompositeFieldContainer[Cancelled]
-    def __init__(self, confirms: _Optional[_Iterable[_Union[Confirm, _Mapping]]] = ..., deliveries: _Optional[_Iterable[_Union[Delivery, _Mapping]]] = ..., subscribed: _Optional[_Iterable[_Union[Subscribed, _Mapping]]] = ..., cancelled: _Optional[_Iterable[_Union[Cancelled, _Mapping]]] = ..., replies: _Optional[_Iterable[_Union[Reply, _Mapping]]] = ..., cancel_oks: _Optional[_Iterable[_Union[Cancelled, _Mapping]]] = ...) -> None: ...
+    framed_deliveries: _containers.RepeatedCompositeFieldContainer[FramedDeliveries]
+    def __init__(self, confirms: _Optional[_Iterable[_Union[Confirm, _Mapping]]] = ..., deliveries: _Optional[_Iterable[_Union[Delivery, _Mapping]]] = ..., subscribed: _Optional[_Iterable[_Union[Subscribed, _Mapping]]] = ..., cancelled: _Optional[_Iterable[_Union[Cancelled, _Mapping]]] = ..., replies: _Optional[_Iterable[_Union[Reply, _Mapping]]] = ..., cancel_oks: _Optional[_Iterable[_Union[Cancelled, _Mapping]]] = ..., framed_deliveries: _Optional[_Iterable[_Union[FramedDeliveries, _Mapping]]] = ...) -> None: ...
 
 class Challenge(_message.Message):
     __slots__ = ("nonce",)

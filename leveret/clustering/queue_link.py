@@ -26,6 +26,7 @@ from typing import Any
 import grpc
 
 from cluster.data_connection import DataConnection, DataRefused, open_data
+from cluster.frames import FrameError
 from cluster.transport import LogThrottle, PeerChannels
 from proto import queues_pb2, queues_pb2_grpc
 
@@ -59,9 +60,17 @@ _RETRY_GAP_SECONDS = 0.1
 # acknowledgement.
 _ACK, _REJECT, _REQUEUE = Outcome.ACK, Outcome.REJECT, Outcome.REQUEUE
 # The numbers of a Down frame's lists (what ListFields names them by).
-_CONFIRMS, _SUBSCRIBED, _DELIVERIES, _CANCELLED, _CANCEL_OKS, _REPLIES = (
+_CONFIRMS, _SUBSCRIBED, _DELIVERIES, _FRAMED, _CANCELLED, _CANCEL_OKS, _REPLIES = (
     queues_pb2.Down.DESCRIPTOR.fields_by_name[name].number
-    for name in ("confirms", "subscribed", "deliveries", "cancelled", "cancel_oks", "replies")
+    for name in (
+        "confirms",
+        "subscribed",
+        "deliveries",
+        "framed_deliveries",
+        "cancelled",
+        "cancel_oks",
+        "replies",
+    )
 )
 # Publishes waiting for the connection beyond which their publishers are held back (they resume
 # once the writer takes them).
@@ -600,6 +609,8 @@ class QueueLink:
         deliveries = fields.get(_DELIVERIES)
         if deliveries is not None:
             self._hand_over(deliveries)
+        for batch in fields.get(_FRAMED, ()):
+            self._hand_over_framed(batch)
         subscribers = self._subscribers
         for cancelled in fields.get(_CANCELLED, ()):
             subscriber = subscribers.pop(cancelled.consumer, None)
@@ -643,11 +654,39 @@ class QueueLink:
             subscriber = self._subscribers.get(consumer)
             if subscriber is not None:
                 subscriber.delivered(entries)
-                continue
-            cancelled = [entry.seq for entry in entries if entry.seq]  # cancelled meanwhile
-            if cancelled:
-                self._requeues.extend(cancelled)
-                self._changed()
+            else:
+                self._give_back([entry.seq for entry in entries])
+
+    def _hand_over_framed(self, batch: queues_pb2.FramedDeliveries) -> None:
+        ids = batch.ids
+        count = len(ids)
+        if len(batch.exchange_and_keys) != count or len(batch.framed) != count:
+            raise FrameError("framed deliveries whose columns differ in length")
+        if batch.redelivered and max(batch.redelivered) >= count:
+            raise FrameError("a redelivered position past the framed deliveries")
+        subscriber = self._subscribers.get(batch.consumer)
+        if subscriber is None:
+            self._give_back(ids)
+            return
+        entries: list[QueueEntry] = [
+            FramedEntry(delivery_id, False, exchange_and_key, framed)
+            for delivery_id, exchange_and_key, framed in zip(
+                ids,
+                batch.exchange_and_keys,
+                batch.framed,
+                strict=True,  # (checked above)
+            )
+        ]
+        for position in batch.redelivered:
+            entries[position].redelivered = True
+        subscriber.delivered(entries)
+
+    def _give_back(self, delivery_ids: Any) -> None:
+        """Deliveries to a consumer cancelled meanwhile: those to settle go back to the queue."""
+        requeued = [delivery_id for delivery_id in delivery_ids if delivery_id]
+        if requeued:
+            self._requeues.extend(requeued)
+            self._changed()
 
     def _confirmed(self, upto: int, refused: set[int] | None) -> None:
         # Each waiter hears of a run of its publishes at once (mostly, one publisher's are all
@@ -737,9 +776,6 @@ def _serialized(control_batch: queues_pb2.ToHome | None, frames: queues_pb2.ToHo
 
 
 def _entry(delivery: queues_pb2.Delivery) -> QueueEntry:
-    framed = delivery.framed
-    if framed:
-        return FramedEntry(delivery.id, delivery.redelivered, delivery.exchange_and_key, framed)
     message = Message(delivery.exchange, delivery.routing_key, delivery.header, delivery.body)
     return QueueEntry(delivery.id, message, delivery.redelivered)
 

@@ -115,6 +115,48 @@ def test_prefetch_holds_on_the_home_node_and_credit_flows_back(three: Cluster) -
     wait_home_counts(three.nodes[A], queue, (45, 0, 0))
 
 
+def test_channel_prefetch_shared_by_consumers_holds_on_the_clients_node(three: Cluster) -> None:
+    # The home node holds each consumer to the channel's limit; two consumers share it, so the
+    # client's node keeps back what would pass it, and hands it over as acks free room.
+    queue = "routing-channel-prefetch"
+    declare_on(three, A, queue)
+    bodies = [b"m%02d" % n for n in range(20)]
+    with connect(three, B) as publisher:
+        publish_confirmed(publisher.channel(), queue, bodies)
+    with connect(three, C) as consumer:
+        channel = consumer.channel()
+        channel.basic_qos(prefetch_count=3, global_qos=True)
+        seen: list[tuple[str, Any, bytes]] = []
+        for name in ("first", "second"):
+            channel.basic_consume(
+                queue, lambda _c, method, _p, body, name=name: seen.append((name, method, body))
+            )
+        wait_for(lambda: consumer.process_data_events(0.05) or len(seen) == 3, 10, 0)
+        consumer.process_data_events(0.3)
+        assert len(seen) == 3
+        acked = 0
+        while acked < len(bodies):
+            channel.basic_ack(seen[acked][1].delivery_tag)
+            acked += 1
+            expected = min(acked + 3, len(bodies))
+            wait_for(
+                lambda expected=expected: (
+                    consumer.process_data_events(0.02) or len(seen) >= expected
+                ),
+                10,
+                0,
+            )
+            assert len(seen) == expected, f"{len(seen)} delivered, {acked} acked"
+        assert sorted(body for _, _, body in seen) == bodies
+        assert not any(method.redelivered for _, method, _ in seen)
+        for name in ("first", "second"):
+            theirs = [body for who, _, body in seen if who == name]
+            assert theirs == sorted(theirs)  # each consumer's in the queue's order
+        tags = [method.delivery_tag for _, method, _ in seen]
+        assert tags == sorted(tags)
+    wait_home_counts(three.nodes[A], queue, (0, 0, 0))
+
+
 def test_nack_reject_and_recover_through_the_hop(three: Cluster) -> None:
     queue, dead = "routing-settle", "routing-settle-dead"
     declare_on(three, C, dead)
