@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .remote import HomeLink, Outcome
@@ -51,8 +52,7 @@ class RemoteQueueHandle:
         # Those the consumer can take now go to its channel in one write; the rest wait.
         consumer = self.consumer
         if consumer is None:
-            for entry in entries:
-                self._give_back(entry)
+            self._give_back(entries)
             return
         taken = 0
         if self.started and not self._waiting:
@@ -94,9 +94,12 @@ class RemoteQueueHandle:
             self.link.grant(self.consumer_id, self._written)
             self._written = 0
 
-    def _give_back(self, entry: QueueEntry) -> None:
-        if entry.seq and self._current():
-            self.link.settle(_REQUEUE, [entry.seq])
+    def _give_back(self, entries: Iterable[QueueEntry]) -> None:
+        """Back to the queue on the home node (those delivered without acknowledgement are
+        gone)."""
+        seqs = [entry.seq for entry in entries if entry.seq]
+        if seqs and self._current():
+            self.link.settle(_REQUEUE, seqs)
 
     def _current(self) -> bool:
         # A link takes a new generation whenever it fails, so one that is down has left this
@@ -121,8 +124,7 @@ class RemoteQueueHandle:
     def _stopped(self) -> None:
         self.consumer = None
         waiting, self._waiting = self._waiting, deque()
-        for entry in waiting:
-            self._give_back(entry)
+        self._give_back(waiting)
 
     def settle(self, entry: QueueEntry) -> None:
         if self._current():
@@ -137,8 +139,7 @@ class RemoteQueueHandle:
             self.link.settle(_REJECT, [entry.seq])
 
     def requeue(self, entries: list[QueueEntry]) -> None:
-        for entry in entries:
-            self._give_back(entry)
+        self._give_back(entries)
 
     def active_consumer(self) -> Consumer | None:
         return self.consumer
