@@ -6,7 +6,8 @@ both on B once more with prefetch 1000, which shows what the consumer's acks cro
 home node cost); each paired with the same load on one standalone Leveret node, run right
 before or after it (the idle cluster stays up meanwhile), as the baseline, with the cores
 the brokers and the whole machine keep busy in each of these runs; latency p50/p99
-through one hop at 1k and 10k msg/s; and the time from SIGKILL of the home node until a
+through one hop at 1k and 10k msg/s, the two brokers' runs of each setting back to back;
+and the time from SIGKILL of the home node until a
 consumer of its queue on another node hears basic.cancel. Both clusters run for the whole
 bench, and each round measures every scenario on each of them in turn (which goes first
 alternates), so that the two compare figures taken minutes apart at most on a machine whose
@@ -100,7 +101,7 @@ def measure_round(
     standalone_first: bool,
     node_pids: dict[str, list[int]],
 ) -> None:
-    """Every scenario once on the cluster at `urls` (A, B and the relay R), into `samples`.
+    """Every throughput scenario once on the cluster at `urls` (A and B), into `samples`.
     With a `standalone` node, each throughput scenario is paired with a run of its mode there,
     right before or right after it (`standalone_first`), and the pair's ratio kept: this
     machine's speed drifts by half within seconds (`speed ms` samples it after each throughput
@@ -131,14 +132,44 @@ def measure_round(
             samples.setdefault(f"{name} to standalone", []).append(rate / max(alone_rate, 1))
             print(f"    standalone node, {_mode(name)}: {alone_rate:.0f} msg/s", flush=True)
         print(f"    {name}: {rate:.0f} msg/s", flush=True)
+
+
+def measure_latency(
+    brokers: list[tuple[str, dict[str, str]]],
+    seconds: int,
+    samples: dict[str, dict[str, list[Any]]],
+) -> None:
+    """Every latency run once on each of `brokers` (name, urls), the brokers' runs of one
+    setting back to back in the order given: a run minutes away from the one it is compared with
+    saw another state of this machine, and the comparison flipped from one bench to the next."""
     for rate in LATENCY_RATES:
         for path, producer in LATENCY_PATHS.items():
-            settings = {"auto_ack": True, "rate": float(rate)}
-            result = _perftest(urls, settings, producer, "A", seconds)
-            latency = result["latency_us"]
-            pair = (latency.get("p50"), latency.get("p99"))
-            samples.setdefault(f"{path} {rate}", []).append(pair)
-            print(f"    {path} at {rate} msg/s: {pair} us", flush=True)
+            for name, urls in brokers:
+                settings = {"auto_ack": True, "rate": float(rate)}
+                result = _perftest(urls, settings, producer, "A", seconds)
+                latency = result["latency_us"]
+                pair = (latency.get("p50"), latency.get("p99"))
+                samples[name].setdefault(f"{path} {rate}", []).append(pair)
+                print(f"    {name}, {path} at {rate} msg/s: {pair} us", flush=True)
+
+
+def latency_wins(ours: dict[str, list[Any]], theirs: dict[str, list[Any]]) -> dict[int, Any]:
+    """By rate, in how many of the back-to-back pairs of one-hop runs Leveret's p50 and p99 were
+    at most RabbitMQ's: (p50 wins, p99 wins, pairs with both figures)."""
+    wins: dict[int, Any] = {}
+    for rate in LATENCY_RATES:
+        key = f"latency {rate}"
+        pairs = [
+            (mine, other)
+            for mine, other in zip(ours[key], theirs[key], strict=True)
+            if None not in mine and None not in other
+        ]
+        wins[rate] = (
+            sum(mine[0] <= other[0] for mine, other in pairs),
+            sum(mine[1] <= other[1] for mine, other in pairs),
+            len(pairs),
+        )
+    return wins
 
 
 def summarise(samples: dict[str, list[Any]]) -> dict[str, Any]:
@@ -300,10 +331,13 @@ def paired_run(seconds: int, rounds: int) -> tuple[dict[str, Any], dict[str, Any
             ]
             for number in range(1, rounds + 1):
                 print(f"  round {number} of {rounds}", flush=True)
-                for name, urls, standalone, pids in brokers if number % 2 else brokers[::-1]:
+                in_turn = brokers if number % 2 else brokers[::-1]
+                for name, urls, standalone, pids in in_turn:
                     print(f"   {name}", flush=True)
                     measure_round(urls, seconds, samples[name], standalone, number % 2 == 1, pids)
+                measure_latency([(name, urls) for name, urls, _, _ in in_turn], seconds, samples)
         leveret, rabbitmq = summarise(samples["Leveret"]), summarise(samples["RabbitMQ"])
+        leveret["latency wins"] = latency_wins(samples["Leveret"], samples["RabbitMQ"])
         leveret["idle clusters cores"] = idle
         leveret["cancel"] = cancel_seconds(ours["B"], ours["A"], cluster.nodes[0].kill)
         rabbit_home = rabbit.nodes[0]
@@ -371,12 +405,16 @@ def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int, rounds
         ),
         "",
         "| latency through one hop (publish B, consume A) | Leveret p50 / p99 µs "
-        "| RabbitMQ p50 / p99 µs |",
-        "| --- | --- | --- |",
+        "| RabbitMQ p50 / p99 µs | pairs where Leveret's was lower or equal, p50 / p99 |",
+        "| --- | --- | --- | --- |",
     ]
     for rate in LATENCY_RATES:
         ours, theirs = leveret[f"latency {rate}"], rabbit[f"latency {rate}"]
-        lines.append(f"| {rate:,} msg/s | {ours[0]} / {ours[1]} | {theirs[0]} / {theirs[1]} |")
+        p50_wins, p99_wins, pairs = leveret.get("latency wins", {}).get(rate, (0, 0, 0))
+        lines.append(
+            f"| {rate:,} msg/s | {ours[0]} / {ours[1]} | {theirs[0]} / {theirs[1]} "
+            f"| {p50_wins} / {p99_wins} of {pairs} |"
+        )
     lines += [
         "",
         "What the hop is made of, at the same rates: publish and consume both on A (no hop), "
@@ -398,7 +436,9 @@ def report(leveret: dict[str, Any], rabbit: dict[str, Any], seconds: int, rounds
     lines += [
         "",
         "Latency runs are auto-ack; the producer sleeps until each message is due (it does not "
-        "spin a core) and the consumer reads the clock once per socket read.",
+        "spin a core) and the consumer reads the clock once per socket read. In each round the "
+        "two brokers' runs of one setting go back to back, alternating which goes first, and "
+        "the figures are the medians of the rounds.",
         "",
         "Time from SIGKILL of the home node until a consumer of its queue on another node gets "
         f"basic.cancel: Leveret {_seconds(leveret['cancel'])}, RabbitMQ "

@@ -10,6 +10,7 @@ from bench.cross_node import (
     THROUGHPUT,
     _mode,
     _modes,
+    latency_wins,
     report,
     speed_probe_ms,
     summarise,
@@ -56,6 +57,18 @@ def test_a_scenarios_ratio_is_the_median_of_its_pairs_and_the_drift_is_reported(
     assert "took 10 / 20 / 40 ms of CPU" in text
     # The cores each side used: the median of the runs' nodes and machine figures.
     assert "| publish B, consume A, auto-ack | 1.10 / 1.75 | 1.00 / 1.25 | 1.10 / 1.75 |" in text
+
+
+def test_latency_pairs_count_where_leveret_was_lower_and_skip_runs_without_figures() -> None:
+    ours = {f"latency {rate}": [(100, 900), (300, 700), (None, None)] for rate in LATENCY_RATES}
+    theirs = {f"latency {rate}": [(200, 800), (300, 800), (150, 600)] for rate in LATENCY_RATES}
+    wins = latency_wins(ours, theirs)
+    assert wins == {rate: (2, 1, 2) for rate in LATENCY_RATES}
+    figures, rabbit = summarise(_samples(paired=True)), summarise(_samples(paired=False))
+    figures["idle clusters cores"], figures["cancel"], rabbit["cancel"] = 0.01, 0.02, 0.05
+    figures["latency wins"] = wins
+    text = report(figures, rabbit, seconds=8, rounds=3)
+    assert "| 10,000 msg/s | 100 / 900 | 100 / 900 | 2 / 1 of 2 |" in text
 
 
 def test_the_speed_probe_takes_some_cpu_time() -> None:
