@@ -1,17 +1,16 @@
 """Cross-node messaging on 3-node clusters: Leveret beside RabbitMQ 3.10.8, in one run.
 
-A queue lives on node A. Throughput (1 producer, 1 consumer, 100 B) with the publisher on B and
-the consumer on A, then both on B, auto-ack and with confirms plus manual acks (prefetch 100;
-both on B once more with prefetch 1000, which shows what the consumer's acks crossing to the
-home node cost); each paired with the same load on one standalone Leveret node, run right
-before or after it (the idle cluster stays up meanwhile), as the baseline, with the cores
-the brokers and the whole machine keep busy in each of these runs; latency p50/p99
-through one hop at 1k and 10k msg/s, the two brokers' runs of each setting back to back;
-and the time from SIGKILL of the home node until a
-consumer of its queue on another node hears basic.cancel. Both clusters run for the whole
-bench, and each round measures every scenario on each of them in turn (which goes first
-alternates), so that the two compare figures taken minutes apart at most on a machine whose
-speed drifts; three rounds (--rounds), and the medians are reported.
+A queue lives on node A. Throughput (1 producer, 1 consumer, 100 B) with the publisher on B
+and the consumer on A, then both on B, auto-ack and with confirms plus manual acks (prefetch
+100; both on B once more with prefetch 1000, which shows what the consumer's acks crossing to
+the home node cost); each paired with the same load on one standalone Leveret node, run right
+before or after it (the idle cluster stays up meanwhile), as the baseline, with the cores the
+brokers and the whole machine keep busy in each of these runs; latency p50/p99 through one hop
+at 1k and 10k msg/s, the two brokers' runs of each setting back to back; and the time from
+SIGKILL of the home node until a consumer of its queue on another node hears basic.cancel.
+Both clusters run for the whole bench, and each round measures every scenario on each of them
+in turn (which goes first alternates), so that the two compare figures taken minutes apart at
+most on a machine whose speed drifts; three rounds (--rounds), and the medians are reported.
 
     .venv/bin/python -m bench.cross_node --write
 """
