@@ -357,8 +357,9 @@ class HomeSession:
             delivery = self._out.deliveries.add()
             self._fill(delivery, queue, entry, consumer, consumer.no_ack)
             delivery.consumer = sink.id
-        self._has_out = True
-        if not self._flush_scheduled:
+        if self._flush_scheduled:  # (a delivery's path spares the call once it is)
+            self._has_out = True
+        else:
             self._schedule_flush()
         self._out_deliveries += 1
         if self._out_deliveries >= sink.write_every:

@@ -26,14 +26,13 @@ from typing import Any
 import grpc
 
 from cluster.data_connection import DataConnection, DataRefused, open_data
-from cluster.frames import FrameError
 from cluster.transport import LogThrottle, PeerChannels
 from proto import queues_pb2, queues_pb2_grpc
 
 from ..amqp.errors import AMQPError
 from ..amqp.fields import encode_table
 from ..message import Message
-from ..queues.entry import FramedEntry, QueueEntry
+from ..queues.entry import QueueEntry
 from ..queues.remote import (
     ConfirmWaiter,
     LinkDown,
@@ -43,6 +42,7 @@ from ..queues.remote import (
     RequestKind,
 )
 from ..queues.remote_consumer import CREDIT_WINDOW
+from .down_entries import delivered_entry, entries_by_consumer, framed_entries
 
 log = logging.getLogger(__name__)
 
@@ -633,55 +633,27 @@ class QueueLink:
                     reply.text,
                     reply.message_count,
                     reply.consumer_count,
-                    _entry(reply.delivery) if reply.has_delivery else None,
+                    delivered_entry(reply.delivery) if reply.has_delivery else None,
                     reply.unacked_count,
                     reply.view,
                 )
             )
 
     def _hand_over(self, deliveries: Any) -> None:
-        """Each consumer's deliveries of a frame go to it together (mostly a frame's are all
-        one consumer's)."""
-        first = deliveries[0].consumer
-        by_consumer: dict[int, list[QueueEntry]]
-        if all(delivery.consumer == first for delivery in deliveries):
-            by_consumer = {first: [_entry(delivery) for delivery in deliveries]}
-        else:
-            by_consumer = {}
-            for delivery in deliveries:
-                by_consumer.setdefault(delivery.consumer, []).append(_entry(delivery))
-        for consumer, entries in by_consumer.items():
-            subscriber = self._subscribers.get(consumer)
-            if subscriber is not None:
-                subscriber.delivered(entries)
-            else:
-                self._give_back([entry.seq for entry in entries])
+        for consumer, entries in entries_by_consumer(deliveries).items():
+            self._hand_to(consumer, entries)
 
     def _hand_over_framed(self, batch: queues_pb2.FramedDeliveries) -> None:
-        ids = batch.ids
-        count = len(ids)
-        if len(batch.exchange_and_keys) != count or len(batch.framed) != count:
-            raise FrameError("framed deliveries whose columns differ in length")
-        if batch.redelivered and max(batch.redelivered) >= count:
-            raise FrameError("a redelivered position past the framed deliveries")
-        subscriber = self._subscribers.get(batch.consumer)
-        if subscriber is None:
-            self._give_back(ids)
-            return
-        entries: list[QueueEntry] = [
-            FramedEntry(delivery_id, False, exchange_and_key, framed)
-            for delivery_id, exchange_and_key, framed in zip(
-                ids,
-                batch.exchange_and_keys,
-                batch.framed,
-                strict=True,  # (checked above)
-            )
-        ]
-        for position in batch.redelivered:
-            entries[position].redelivered = True
-        subscriber.delivered(entries)
+        self._hand_to(batch.consumer, framed_entries(batch))
 
-    def _give_back(self, delivery_ids: Any) -> None:
+    def _hand_to(self, consumer: int, entries: list[QueueEntry]) -> None:
+        subscriber = self._subscribers.get(consumer)
+        if subscriber is not None:
+            subscriber.delivered(entries)
+        else:
+            self._give_back([entry.seq for entry in entries])
+
+    def _give_back(self, delivery_ids: list[int]) -> None:
         """Deliveries to a consumer cancelled meanwhile: those to settle go back to the queue."""
         requeued = [delivery_id for delivery_id in delivery_ids if delivery_id]
         if requeued:
@@ -773,11 +745,6 @@ def _serialized(control_batch: queues_pb2.ToHome | None, frames: queues_pb2.ToHo
         return frames.SerializeToString() if frames is not None else b""
     control = control_batch.SerializeToString()
     return control if frames is None else control + frames.SerializeToString()
-
-
-def _entry(delivery: queues_pb2.Delivery) -> QueueEntry:
-    message = Message(delivery.exchange, delivery.routing_key, delivery.header, delivery.body)
-    return QueueEntry(delivery.id, message, delivery.redelivered)
 
 
 class QueueLinks:

@@ -39,7 +39,7 @@ _NO_MESSAGE = Message("", "", b"", b"")
 class FramedEntry(QueueEntry):
     """A delivery from a queue's home node to a consumer here: basic.deliver's exchange and
     routing key as it carries them, and the content header and body frames already made for
-    the consumer's channel (queues.proto's Delivery.framed). Only the channel's delivery reads
+    the consumer's channel (queues.proto's FramedDeliveries). Only the channel's delivery reads
     them; its `message` is an empty stand-in, and `seq` names it for settling on the link."""
 
     __slots__ = ("exchange_and_key", "framed")
