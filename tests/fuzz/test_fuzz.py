@@ -26,6 +26,10 @@ LONG_RUNS = int(os.environ.get("LEVERET_FUZZ_RUNS", "10000000"))
 
 def _fuzz(target: str, runs: int, tmp_path: Path, timeout: float) -> int:
     """Run the fuzzer in a process of its own; the number of inputs it ran."""
+    # libFuzzer ends the process without Python's cleanup: its temporary directories (seeds,
+    # the node's data) go under tmp_path, which pytest removes.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     result = subprocess.run(
         [
             sys.executable,
@@ -42,6 +46,7 @@ def _fuzz(target: str, runs: int, tmp_path: Path, timeout: float) -> int:
             str(tmp_path / "artifacts"),
         ],
         cwd=REPO,
+        env={**os.environ, "TMPDIR": str(scratch)},
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -4,8 +4,6 @@ talk to the brokers directly with pika."""
 from __future__ import annotations
 
 import json
-import os
-import sys
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -14,26 +12,19 @@ from typing import Any
 import pika
 import pytest
 
+from tests.spark.session import local_session
+
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    # Imported here: the test modules skip (or, under CI, fail) when pyspark is missing.
-    from pyspark.sql import SparkSession
-
-    from leveret.spark import register
-
-    # Spark's Python workers run this interpreter (with Leveret), not the system's.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("leveret-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.task.maxFailures", "1")  # a failed write fails the job at once
-        .getOrCreate()
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    session = local_session(
+        "leveret-tests",
+        tmp_path_factory.mktemp("spark-scratch"),
+        **{
+            "spark.sql.shuffle.partitions": "2",
+            "spark.task.maxFailures": "1",  # a failed write fails the job at once
+        },
     )
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
     try:
         yield session
     finally:

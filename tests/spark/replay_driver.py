@@ -2,35 +2,24 @@
 batch in a file named by its id (overwritten on replay, as a transactional sink would), and
 that hangs in batch `hang_at` after writing it, once it has said so, until it is killed.
 
-    python -m tests.spark.replay_driver URL QUEUE CHECKPOINT SINK_DIR HANG_AT
+    python -m tests.spark.replay_driver URL QUEUE CHECKPOINT SINK_DIR HANG_AT SCRATCH_DIR
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
-
-from leveret.spark import register
+from tests.spark.session import local_session
 
 HANG_SECONDS = 300  # bounded: the test kills it long before
 
 
-def main(url: str, queue: str, checkpoint: str, sink_dir: str, hang_at: int) -> None:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("leveret-replay-driver")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+def main(url: str, queue: str, checkpoint: str, sink_dir: str, hang_at: int, scratch: str) -> None:
+    spark = local_session("leveret-replay-driver", Path(scratch))
     sink = Path(sink_dir)
 
     def keep(frame: Any, batch: int) -> None:
@@ -59,4 +48,4 @@ def main(url: str, queue: str, checkpoint: str, sink_dir: str, hang_at: int) -> 
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6])

@@ -270,7 +270,9 @@ def test_a_start_that_retention_deleted_starts_at_the_first_kept(
     ]
 
 
-def test_a_driver_killed_mid_batch_rereads_exactly_its_range(spark: Any, node: NodeProcess) -> None:
+def test_a_driver_killed_mid_batch_rereads_exactly_its_range(
+    spark: Any, node: NodeProcess, tmp_path: Path
+) -> None:
     """A query in a Spark driver of its own hangs in its third batch, after its sink wrote it,
     and the driver is killed (SIGKILL): Spark never committed the batch. Restarted here from
     the same checkpoint, the query reads that batch's range again, the very same messages, and
@@ -279,7 +281,7 @@ def test_a_driver_killed_mid_batch_rereads_exactly_its_range(spark: Any, node: N
     publish(node.url, "spark.killed", [b"k%d" % n for n in range(40)])
     with tempfile.TemporaryDirectory() as checkpoint, tempfile.TemporaryDirectory() as out:
         sink = Path(out)
-        arguments = [node.url, "spark.killed", checkpoint, out, "2"]
+        arguments = [node.url, "spark.killed", checkpoint, out, "2", str(tmp_path)]
         driver = subprocess.Popen(
             [sys.executable, "-m", "tests.spark.replay_driver", *arguments],
             cwd=Path(__file__).resolve().parents[2],
