@@ -357,7 +357,7 @@ class HomeSession:
             delivery = self._out.deliveries.add()
             self._fill(delivery, queue, entry, consumer, consumer.no_ack)
             delivery.consumer = sink.id
-        if self._flush_scheduled:  # (a delivery's path spares the call once it is)
+        if self._flush_scheduled:  # only the flag is left to set: no call per delivery
             self._has_out = True
         else:
             self._schedule_flush()

@@ -20,7 +20,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     session = local_session(
         "leveret-tests",
         tmp_path_factory.mktemp("spark-scratch"),
-        **{
+        {
             "spark.sql.shuffle.partitions": "2",
             "spark.task.maxFailures": "1",  # a failed write fails the job at once
         },

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 
-def local_session(app_name: str, scratch: Path, **settings: str) -> Any:
-    """A local[2] session with Leveret's source and sink registered; scratch must exist."""
+def local_session(app_name: str, scratch: Path, settings: Mapping[str, str] | None = None) -> Any:
+    """A local[2] session with Leveret's source and sink registered and `settings` on top;
+    scratch must exist."""
     # Imported here: the test modules skip (or, under CI, fail) when pyspark is missing.
     from pyspark.sql import SparkSession
 
@@ -25,7 +27,7 @@ def local_session(app_name: str, scratch: Path, **settings: str) -> Any:
         # spark.local.dir defaults to java.io.tmpdir: one setting moves every scratch file.
         .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={scratch}")
     )
-    for key, value in settings.items():
+    for key, value in (settings or {}).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
