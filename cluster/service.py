@@ -89,6 +89,8 @@ class ClusterService:
         self.before_admitting: Callable[[], Awaitable[None]] | None = None
         # Told of every authenticated call from another node: that node is up.
         self.heard_from: Callable[[str], None] = lambda node: None
+        # Told the resources in alarm on the other running nodes each time that set changes.
+        self.peer_alarms_changed: Callable[[frozenset[str]], None] = lambda alarms: None
         # Set in start(), used by everything after it.
         self._channels: PeerChannels
         self._streams: RaftStreams
@@ -150,7 +152,13 @@ class ClusterService:
         # streams tell the core when a peer may be gone.
         swim.lost_listeners.append(self._loop.peer_lost)
         self._streams.stream_down_listeners.append(self._loop.peer_lost)
-        self._gossip = GossipDriver(swim, self._channels, self._book, self._report_source)
+        self._gossip = GossipDriver(
+            swim,
+            self._channels,
+            self._book,
+            self._report_source,
+            on_peer_alarms=lambda alarms: self.peer_alarms_changed(alarms),
+        )
         self._refresh_members()
         self._gossip.start()
         self._loop.start()
@@ -305,6 +313,11 @@ class ClusterService:
             lambda address, left: self._remote.forget(address, name, left),
             timeout,
         )
+
+    def announce_report(self) -> None:
+        """Send this node's gossip report to every member now (its alarms changed)."""
+        if self._gossip is not None:
+            self._gossip.announce()
 
     def status(self) -> ClusterStatus:
         """This node's view of the cluster."""

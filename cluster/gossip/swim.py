@@ -44,7 +44,8 @@ class SwimConfig:
     # msg/s was 699 µs at 1 s, 542 µs at 2 s and 459 µs with no gossip (medians of 5 runs);
     # at 0.5 s, p99 at 10k msg/s was 1.05-1.48 ms against 0.66-1.12 ms at 1 s. A killed peer
     # is seen at once through its broken streams (Raft, the data links); only a peer that
-    # stops answering without closing them waits for the probes.
+    # stops answering without closing them waits for the probes, and a change of alarms does not
+    # (GossipDriver.announce sends it to every member at once).
     protocol_period: float = 2.0
     ping_timeout: float = 0.5
     indirect_probes: int = 2

@@ -68,20 +68,15 @@ class ClusterPlugin:
         self._joins_fresh = bool(settings.join) and _is_empty(settings.raft_dir)
         self._catch_up: asyncio.Task[None] | None = None
         self.service.on_effects(self._mirror.apply)
+        # Alarms are cluster-wide: this node's changes go to the others at once, and theirs are
+        # taken in as they arrive.
+        self.service.peer_alarms_changed = broker.set_peer_alarms
+        broker.alarm_listeners.append(lambda _alarmed: self.service.announce_report())
         self.service.machine.on_reset(lambda _state: self._mirror.rebuild())
 
     def _report(self) -> NodeReport:
-        """This node's gossip report, made every protocol period; the other nodes' alarms are
-        taken in at the same pace."""
+        """This node's gossip report, made every protocol period and when its alarms change."""
         status = self.service.status()
-        self._broker.set_peer_alarms(
-            frozenset(
-                alarm
-                for node, view in status.gossip.items()
-                if node != status.node and status.is_running(node) and view.report is not None
-                for alarm in view.report.alarms
-            )
-        )
         return broker_report(
             self._broker,
             self._settings.data_dir,

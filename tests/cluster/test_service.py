@@ -14,6 +14,7 @@ import pytest
 
 from cluster.errors import ClusterUnavailable, NoQuorum
 from cluster.gossip import SwimConfig
+from cluster.gossip.report import NodeReport
 from cluster.node_loop import LoopSettings
 from cluster.raft import Role
 from cluster.remote import PeerUnreachable, Remote
@@ -35,6 +36,8 @@ def make(
     secret: bytes = SECRET,
     tls: TlsFiles | None = None,
     loop: LoopSettings = FAST_LOOP,
+    gossip: SwimConfig = FAST_GOSSIP,
+    report_source: Callable[[], NodeReport] | None = None,
 ) -> ClusterService:
     settings = ClusterSettings(
         node_name=name,
@@ -44,11 +47,11 @@ def make(
         secret=secret,
         join=join,
         loop=loop,
-        gossip=FAST_GOSSIP,
+        gossip=gossip,
         submit_timeout=2.0,
         tls=tls,
     )
-    return ClusterService(settings)
+    return ClusterService(settings, report_source)
 
 
 async def wait_until(condition: Callable[[], Any], timeout: float = 10.0) -> Any:
@@ -285,3 +288,38 @@ def test_a_follower_forwards_commands_on_its_raft_stream(tmp_path: Path) -> None
         assert (after.forwarded - before.forwarded, after.sent_back) == (5, before.sent_back)
 
     run(tmp_path, scenario)
+
+
+def test_an_alarm_and_its_end_reach_every_node_at_once_not_with_the_probes(
+    tmp_path: Path,
+) -> None:
+    """Probes a minute apart would bring a's alarm to b and c a minute late: a change of a
+    node's alarms goes to every member when it happens."""
+    slow = SwimConfig(protocol_period=60.0, ping_timeout=0.5, suspicion_timeout=120.0)
+    alarms: list[str] = []
+    heard: dict[str, frozenset[str]] = {}
+
+    async def main() -> None:
+        first = make(
+            tmp_path, "a", gossip=slow, report_source=lambda: NodeReport(alarms=tuple(alarms))
+        )
+        await first.start()
+        await wait_until(lambda: first.status().leader == "a")
+        others = [make(tmp_path, name, join=(first.address,), gossip=slow) for name in "bc"]
+        nodes = [first, *others]
+        for node in others:
+            node.peer_alarms_changed = lambda found, name=node.name: heard.__setitem__(name, found)
+            await node.start()
+        try:
+            await wait_until(lambda: all(len(node.status().voters) == 3 for node in nodes))
+            alarms.append("memory")
+            first.announce_report()
+            await wait_until(lambda: heard == {"b": {"memory"}, "c": {"memory"}}, timeout=5.0)
+            alarms.clear()
+            first.announce_report()
+            await wait_until(lambda: heard == {"b": set(), "c": set()}, timeout=5.0)
+        finally:
+            for node in nodes:
+                await node.stop()
+
+    asyncio.run(main())
