@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -31,7 +33,13 @@ def _target(name: str) -> Callable[[bytes], object]:
     return node.run
 
 
+# Set in the process that fuzzes: the directory its temporary files go to.
+_SCRATCH = "LEVERET_FUZZ_SCRATCH"
+
+
 def main(argv: list[str]) -> None:
+    if _SCRATCH not in os.environ:
+        sys.exit(_in_scratch(argv))
     parser = argparse.ArgumentParser(prog="python -m tests.fuzz.run")
     parser.add_argument("target", choices=("parser", "node"))
     parser.add_argument("--runs", type=int, default=10000, help="inputs to run (-1: no limit)")
@@ -64,6 +72,14 @@ def main(argv: list[str]) -> None:
         libfuzzer.insert(1, f"-max_total_time={args.seconds}")
     atheris.Setup(libfuzzer, _target(args.target))
     atheris.Fuzz()
+
+
+def _in_scratch(argv: list[str]) -> int:
+    """Fuzz in a child process whose temporary files (seeds, the node's data) go to a directory
+    removed once it ends: libFuzzer ends its process with exit(), past Python's cleanup."""
+    with tempfile.TemporaryDirectory(prefix="leveret-fuzz-") as scratch:
+        env = {**os.environ, "TMPDIR": scratch, _SCRATCH: scratch}
+        return subprocess.call([sys.executable, "-m", "tests.fuzz.run", *argv], env=env)
 
 
 if __name__ == "__main__":

@@ -26,8 +26,8 @@ LONG_RUNS = int(os.environ.get("LEVERET_FUZZ_RUNS", "10000000"))
 
 def _fuzz(target: str, runs: int, tmp_path: Path, timeout: float) -> int:
     """Run the fuzzer in a process of its own; the number of inputs it ran."""
-    # libFuzzer ends the process without Python's cleanup: its temporary directories (seeds,
-    # the node's data) go under tmp_path, which pytest removes.
+    # libFuzzer ends its process without Python's cleanup: run.py fuzzes in a child and
+    # removes what it left in the temporary directory.
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     result = subprocess.run(
@@ -52,6 +52,7 @@ def _fuzz(target: str, runs: int, tmp_path: Path, timeout: float) -> int:
         timeout=timeout,
     )
     assert result.returncode == 0, result.stderr[-4000:]
+    assert list(scratch.iterdir()) == []
     done = re.search(r"Done (\d+) runs", result.stderr)
     assert done is not None, result.stderr[-2000:]
     return int(done.group(1))
