@@ -19,18 +19,16 @@ from pathlib import Path
 
 import atheris
 
-# Only Leveret's code is instrumented for coverage: the fuzzer steers by what it reaches there.
-with atheris.instrument_imports(include=["leveret"]):
-    from tests.fuzz.node_target import NodeTarget
-    from tests.fuzz.parser_target import run_parser
-    from tests.fuzz.seeds import write_seeds
 
-
-def _target(name: str) -> Callable[[bytes], object]:
-    if name == "parser":
-        return run_parser
-    node = NodeTarget()
-    return node.run
+def _load(name: str) -> tuple[Callable[[bytes], object], Callable[[Path], int]]:
+    """The target `name` and the seed writer, imported with Leveret's code instrumented for
+    coverage (the fuzzer steers by what it reaches there): in the process that fuzzes only, as
+    instrumenting takes seconds."""
+    with atheris.instrument_imports(include=["leveret"]):
+        from tests.fuzz.node_target import NodeTarget
+        from tests.fuzz.parser_target import run_parser
+        from tests.fuzz.seeds import write_seeds
+    return (run_parser if name == "parser" else NodeTarget().run), write_seeds
 
 
 # Set in the process that fuzzes: the directory its temporary files go to.
@@ -51,6 +49,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--seed", type=int, default=0, help="libFuzzer's seed (0: random)")
     args = parser.parse_args(argv)
     logging.disable(logging.CRITICAL)  # refused logins and closed connections, by the million
+    target, write_seeds = _load(args.target)
     seeds = Path(tempfile.mkdtemp(prefix="leveret-fuzz-seeds-"))
     write_seeds(seeds)
     corpus = args.corpus or Path(tempfile.mkdtemp(prefix="leveret-fuzz-corpus-"))
@@ -70,7 +69,7 @@ def main(argv: list[str]) -> None:
     ]
     if args.seconds:
         libfuzzer.insert(1, f"-max_total_time={args.seconds}")
-    atheris.Setup(libfuzzer, _target(args.target))
+    atheris.Setup(libfuzzer, target)
     atheris.Fuzz()
 
 
