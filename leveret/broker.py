@@ -44,7 +44,7 @@ class Broker:
         self.peer_alarms: frozenset[str] = frozenset()
         # Draining for a stop (a rolling restart): publishers are blocked as by an alarm.
         self.draining = False
-        # Called with whether any alarm is in effect, each time that changes.
+        # Called with whether any alarm is in effect, each time this node's alarms change.
         self.alarm_listeners: list[Callable[[bool], None]] = []
         # Called with what blocks publishers (None once nothing does), each time that changes:
         # how the open connections hear of alarms and the drain.
@@ -125,15 +125,17 @@ class Broker:
 
     def set_alarm(self, resource: str, active: bool) -> None:
         """A resource alarm (memory, disk) blocks every publishing connection while it lasts."""
+        if (resource in self.alarms) == active:
+            return
         before = bool(self.alarms)
         if active:
             self.alarms.add(resource)
         else:
             self.alarms.discard(resource)
-        if bool(self.alarms) == before:
-            return
-        log.warning("resource alarm %s %s", resource, "set" if active else "cleared")
-        self._tell_blocking()
+        if bool(self.alarms) != before:
+            log.warning("resource alarm %s %s", resource, "set" if active else "cleared")
+            self._tell_blocking()
+        # (every change: the other nodes' reasons name each resource in alarm)
         for listener in list(self.alarm_listeners):
             listener(bool(self.alarms))
 

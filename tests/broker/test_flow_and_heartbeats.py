@@ -665,3 +665,23 @@ def test_guest_is_refused_from_a_non_loopback_address() -> None:
         conn.close()
     finally:
         node.stop()
+
+
+def test_alarm_listeners_hear_every_change_of_the_nodes_alarms(node: InProcessNode) -> None:
+    """The clustering plugin sends the node's report to the others on each call: a second
+    resource in alarm (disk after memory) must reach them too, not only the first."""
+    heard: list[bool] = []
+    node.call(lambda: node.broker.alarm_listeners.append(heard.append))
+    try:
+        for resource, active in [
+            ("memory", True),
+            ("memory", True),  # no change
+            ("disk", True),
+            ("memory", False),
+            ("disk", False),
+            ("disk", False),  # no change
+        ]:
+            _alarm(node, resource, active)
+        assert heard == [True, True, True, False]
+    finally:
+        node.call(lambda: node.broker.alarm_listeners.remove(heard.append))
