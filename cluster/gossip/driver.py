@@ -74,16 +74,14 @@ class GossipDriver:
         """A peer probes us: take its news, answer with ours."""
         if not self._swim.is_member(caller.node):
             return gossip_pb2.Ack()  # a node outside the cluster learns nothing from us
-        self._swim.receive(decode_states(ping.updates), self._clock())
-        self._took_news()
+        self._merge(ping.updates)
         return gossip_pb2.Ack(reached=True, updates=encode_states(self._swim.outgoing(caller.node)))
 
     async def on_ping_req(self, caller: Caller, request: gossip_pb2.PingReq) -> gossip_pb2.Ack:
         """A peer asks us to probe `request.target` for it."""
         if not self._swim.is_member(caller.node):
             return gossip_pb2.Ack()
-        self._swim.receive(decode_states(request.updates), self._clock())
-        self._took_news()
+        self._merge(request.updates)
         reached = await self._ping(request.target)
         return gossip_pb2.Ack(
             reached=reached, updates=encode_states(self._swim.outgoing(caller.node))
@@ -96,7 +94,7 @@ class GossipDriver:
         blocks their publishers): it goes to every member now rather than with the probes, which
         reach a given member only every few periods."""
         if self._task is None:
-            return  # not running (stopped, or not started: its first round announces)
+            return  # not running (stopped, or not started yet: start() announces)
         self._refresh_report()
         for member in self._swim.view():
             if member != self._swim.own_name:
@@ -124,6 +122,11 @@ class GossipDriver:
         task = asyncio.get_running_loop().create_task(work)
         self._probes.add(task)
         task.add_done_callback(self._probes.discard)
+
+    def _merge(self, updates: Iterable[gossip_pb2.MemberState]) -> None:
+        """Take in what a peer said, and any change of the others' alarms it brought."""
+        self._swim.receive(decode_states(updates), self._clock())
+        self._took_news()
 
     def _took_news(self) -> None:
         """Tell the listener when the other running members' alarms are no longer what they were."""
@@ -161,8 +164,7 @@ class GossipDriver:
             )
         except grpc.aio.AioRpcError:
             return False
-        self._swim.receive(decode_states(ack.updates), self._clock())
-        self._took_news()
+        self._merge(ack.updates)
         return bool(ack.reached)
 
     async def _ping_via(self, helper: str, target: str) -> bool:
@@ -179,6 +181,5 @@ class GossipDriver:
             )
         except grpc.aio.AioRpcError:
             return False
-        self._swim.receive(decode_states(ack.updates), self._clock())
-        self._took_news()
+        self._merge(ack.updates)
         return bool(ack.reached)
